@@ -1,0 +1,245 @@
+//! Decoding the admission request and deciding what it is to this policy: a
+//! Binding to a Node, a Pod created already placed on a Node, or something to
+//! let through untouched. Only the fields needed are decoded; the object is
+//! kept as the JSON received so unknown fields survive the mutation.
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// What `validate` receives from policy-server.
+#[derive(Deserialize)]
+pub struct ValidatePayload<'a> {
+    #[serde(borrow)]
+    pub request: AdmissionRequest<'a>,
+    #[serde(default, borrow)]
+    pub settings: Option<&'a RawValue>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionRequest<'a> {
+    #[serde(default)]
+    pub operation: String,
+    #[serde(default)]
+    pub kind: GroupVersionKind,
+    /// The host sends `{group, version, resource}` here.
+    #[serde(default)]
+    pub resource: GroupVersionResource,
+    #[serde(default)]
+    pub sub_resource: Option<String>,
+    #[serde(default, borrow)]
+    pub object: Option<&'a RawValue>,
+}
+
+#[derive(Default, Deserialize)]
+pub struct GroupVersionKind {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub kind: String,
+}
+
+#[derive(Default, Deserialize)]
+pub struct GroupVersionResource {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub resource: String,
+}
+
+/// The object to mutate, and the Node whose metadata it gets.
+#[derive(Debug)]
+pub enum Subject {
+    /// `CREATE pods/binding`: the mutated Binding's annotations (and labels,
+    /// with `PodTopologyLabelsAdmission`) are copied onto the Pod.
+    Binding { node: String, object: Value },
+    /// `CREATE pods` with `spec.nodeName`: such Pods never get a Binding.
+    PlacedPod { node: String, object: Value },
+    /// Nothing to do; `why` is said to the user when it is worth saying.
+    PassThrough { why: Option<String> },
+}
+
+#[derive(Deserialize)]
+struct PodPlacement {
+    #[serde(default)]
+    spec: Option<PodSpecPlacement>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodSpecPlacement {
+    #[serde(default)]
+    node_name: Option<String>,
+}
+
+pub fn classify(request: &AdmissionRequest) -> Subject {
+    if request.operation != "CREATE" {
+        return Subject::PassThrough { why: None };
+    }
+    let core_pods = request.resource.group.is_empty() && request.resource.resource == "pods";
+    let sub_resource = request.sub_resource.as_deref().unwrap_or("");
+    let is_binding = core_pods
+        && sub_resource == "binding"
+        && request.kind.group.is_empty()
+        && request.kind.kind == "Binding";
+    let is_pod = core_pods
+        && sub_resource.is_empty()
+        && request.kind.group.is_empty()
+        && request.kind.kind == "Pod";
+    if !is_binding && !is_pod {
+        return Subject::PassThrough { why: None };
+    }
+    let Some(raw) = request.object else {
+        return pass_with(format!(
+            "the {} request has no object to mutate",
+            if is_binding { "pods/binding" } else { "pods" }
+        ));
+    };
+    if is_binding {
+        classify_binding(raw)
+    } else {
+        classify_pod(raw)
+    }
+}
+
+fn pass_with(why: String) -> Subject {
+    Subject::PassThrough { why: Some(why) }
+}
+
+fn classify_binding(raw: &RawValue) -> Subject {
+    let object: Value = match serde_json::from_str(raw.get()) {
+        Ok(object) => object,
+        Err(e) => return pass_with(format!("the Binding cannot be decoded: {e}")),
+    };
+    let Some(target) = object.get("target").filter(|t| t.is_object()) else {
+        return pass_with("the Binding has no target, so there is no Node to read".to_string());
+    };
+    // The API server treats an empty target kind as Node.
+    let kind = target.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !kind.is_empty() && kind != "Node" {
+        return Subject::PassThrough { why: None };
+    }
+    match target.get("name").and_then(Value::as_str) {
+        Some(name) if !name.is_empty() => Subject::Binding {
+            node: name.to_string(),
+            object,
+        },
+        _ => pass_with("the Binding's target has no Node name".to_string()),
+    }
+}
+
+fn classify_pod(raw: &RawValue) -> Subject {
+    // Most Pods are not placed yet: find out from `spec.nodeName` alone
+    // before paying for a full decode of the Pod.
+    let node = match serde_json::from_str::<PodPlacement>(raw.get()) {
+        Ok(placement) => placement.spec.and_then(|s| s.node_name).unwrap_or_default(),
+        Err(e) => return pass_with(format!("the Pod cannot be decoded: {e}")),
+    };
+    if node.is_empty() {
+        return Subject::PassThrough { why: None };
+    }
+    match serde_json::from_str(raw.get()) {
+        Ok(object) => Subject::PlacedPod { node, object },
+        Err(e) => pass_with(format!("the Pod cannot be decoded: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classify_json(request: &str) -> Subject {
+        let request: AdmissionRequest = serde_json::from_str(request).unwrap();
+        classify(&request)
+    }
+
+    fn binding_request(object: &str) -> String {
+        format!(
+            r#"{{"operation":"CREATE","kind":{{"group":"","version":"v1","kind":"Binding"}},
+               "resource":{{"group":"","version":"v1","resource":"pods"}},"subResource":"binding","object":{object}}}"#
+        )
+    }
+
+    #[test]
+    fn binding_to_a_node() {
+        match classify_json(&binding_request(
+            r#"{"metadata":{"name":"p"},"target":{"kind":"Node","name":"n1"}}"#,
+        )) {
+            Subject::Binding { node, .. } => assert_eq!(node, "n1"),
+            other => panic!("{other:?}"),
+        }
+        // An empty kind means Node to the API server.
+        assert!(matches!(
+            classify_json(&binding_request(r#"{"target":{"name":"n1"}}"#)),
+            Subject::Binding { .. }
+        ));
+    }
+
+    #[test]
+    fn bindings_without_a_node_pass_with_a_reason() {
+        let why = |s: Subject| match s {
+            Subject::PassThrough { why } => why,
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            why(classify_json(&binding_request(r#"{"metadata":{}}"#)))
+                .unwrap()
+                .contains("no target")
+        );
+        assert!(
+            why(classify_json(&binding_request(
+                r#"{"target":{"kind":"Node","name":""}}"#
+            )))
+            .unwrap()
+            .contains("no Node name")
+        );
+        assert!(
+            why(classify_json(&binding_request(
+                r#"{"target":{"kind":"Other","name":"x"}}"#
+            )))
+            .is_none()
+        );
+        let no_object = r#"{"operation":"CREATE","kind":{"kind":"Binding"},"resource":{"resource":"pods"},"subResource":"binding"}"#;
+        assert!(why(classify_json(no_object)).unwrap().contains("no object"));
+    }
+
+    #[test]
+    fn pods() {
+        let pod = |spec: &str| {
+            format!(
+                r#"{{"operation":"CREATE","kind":{{"kind":"Pod"}},"resource":{{"resource":"pods"}},"object":{{"metadata":{{"name":"p"}},"spec":{spec}}}}}"#
+            )
+        };
+        assert!(
+            matches!(classify_json(&pod(r#"{"nodeName":"n2"}"#)), Subject::PlacedPod { node, .. } if node == "n2")
+        );
+        assert!(matches!(
+            classify_json(&pod(r#"{"containers":[]}"#)),
+            Subject::PassThrough { why: None }
+        ));
+        assert!(matches!(
+            classify_json(&pod(r#"{"nodeName":""}"#)),
+            Subject::PassThrough { why: None }
+        ));
+    }
+
+    #[test]
+    fn other_requests_pass_silently() {
+        let update = r#"{"operation":"UPDATE","kind":{"kind":"Pod"},"resource":{"resource":"pods"},"object":{"spec":{"nodeName":"n"}}}"#;
+        assert!(matches!(
+            classify_json(update),
+            Subject::PassThrough { why: None }
+        ));
+        let deploy = r#"{"operation":"CREATE","kind":{"group":"apps","kind":"Deployment"},"resource":{"group":"apps","resource":"deployments"},"object":{}}"#;
+        assert!(matches!(
+            classify_json(deploy),
+            Subject::PassThrough { why: None }
+        ));
+        let status = r#"{"operation":"CREATE","kind":{"kind":"Pod"},"resource":{"resource":"pods"},"subResource":"status","object":{}}"#;
+        assert!(matches!(
+            classify_json(status),
+            Subject::PassThrough { why: None }
+        ));
+    }
+}

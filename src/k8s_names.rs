@@ -1,0 +1,150 @@
+//! The API server's rules for metadata keys and label values. Writing anything
+//! that breaks them makes the whole Binding (or Pod) invalid, and a refused
+//! Binding is a Pod that cannot be scheduled, so every produced key and value
+//! is checked here first.
+
+/// Kubernetes' limit on the summed size of all annotation keys and values.
+pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
+
+const NAME_MAX: usize = 63;
+const PREFIX_MAX: usize = 253;
+
+/// Checks a label or annotation key: `[prefix/]name`, the prefix a DNS-1123
+/// subdomain, the name at most 63 characters of `[A-Za-z0-9_.-]` starting and
+/// ending alphanumeric.
+pub fn check_qualified_name(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        check_dns_subdomain(prefix).map_err(|why| format!("prefix {prefix:?} {why}"))?;
+    }
+    check_name_part(name).map_err(|why| format!("name part {name:?} {why}"))
+}
+
+fn check_name_part(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if name.len() > NAME_MAX {
+        return Err(format!("is longer than {NAME_MAX} characters"));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err("may contain only letters, digits, '-', '_' and '.'".into());
+    }
+    if !starts_and_ends_alphanumeric(name) {
+        return Err("must start and end with a letter or digit".into());
+    }
+    Ok(())
+}
+
+fn check_dns_subdomain(prefix: &str) -> Result<(), String> {
+    if prefix.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if prefix.len() > PREFIX_MAX {
+        return Err(format!("is longer than {PREFIX_MAX} characters"));
+    }
+    for part in prefix.split('.') {
+        let ok = !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && starts_and_ends_alphanumeric(part);
+        if !ok {
+            return Err("is not a DNS subdomain (lowercase letters, digits, '-' and '.')".into());
+        }
+    }
+    Ok(())
+}
+
+/// Checks a label value: empty, or at most 63 characters of `[A-Za-z0-9_.-]`
+/// starting and ending alphanumeric.
+pub fn check_label_value(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    check_name_part(value)
+}
+
+fn starts_and_ends_alphanumeric(s: &str) -> bool {
+    let first = s.chars().next();
+    let last = s.chars().next_back();
+    first.is_some_and(|c| c.is_ascii_alphanumeric())
+        && last.is_some_and(|c| c.is_ascii_alphanumeric())
+}
+
+/// The key's prefix when it is one Kubernetes reserves for itself
+/// (`kubernetes.io`, `k8s.io` and their subdomains).
+pub fn reserved_prefix(key: &str) -> Option<&str> {
+    let (prefix, _) = key.split_once('/')?;
+    let reserved = ["kubernetes.io", "k8s.io"].iter().any(|domain| {
+        prefix == *domain
+            || prefix
+                .strip_suffix(domain)
+                .is_some_and(|head| head.ends_with('.'))
+    });
+    reserved.then_some(prefix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qualified_names() {
+        assert!(check_qualified_name("topology.kubernetes.io/zone").is_ok());
+        assert!(check_qualified_name("zone").is_ok());
+        assert!(check_qualified_name("Example_Key.1").is_ok());
+        assert!(
+            check_qualified_name("Example.com/zone")
+                .unwrap_err()
+                .contains("DNS subdomain")
+        );
+        assert!(
+            check_qualified_name("example.com/")
+                .unwrap_err()
+                .contains("empty")
+        );
+        assert!(
+            check_qualified_name("-zone")
+                .unwrap_err()
+                .contains("start and end")
+        );
+        assert!(
+            check_qualified_name(&"a".repeat(64))
+                .unwrap_err()
+                .contains("63")
+        );
+        assert!(check_qualified_name("a/b/c").is_err());
+    }
+
+    #[test]
+    fn label_values() {
+        assert!(check_label_value("").is_ok());
+        assert!(check_label_value("us-east-2a").is_ok());
+        assert!(check_label_value("has space").is_err());
+        assert!(check_label_value(&"v".repeat(64)).is_err());
+    }
+
+    #[test]
+    fn reserved_prefixes() {
+        assert_eq!(
+            reserved_prefix("kubernetes.io/hostname"),
+            Some("kubernetes.io")
+        );
+        assert_eq!(
+            reserved_prefix("topology.kubernetes.io/zone"),
+            Some("topology.kubernetes.io")
+        );
+        assert_eq!(reserved_prefix("k8s.io/x"), Some("k8s.io"));
+        assert_eq!(reserved_prefix("node.k8s.io/x"), Some("node.k8s.io"));
+        assert_eq!(reserved_prefix("mykubernetes.io/x"), None);
+        assert_eq!(reserved_prefix("example.com/zone"), None);
+        assert_eq!(reserved_prefix("zone"), None);
+    }
+}

@@ -1,0 +1,181 @@
+//! node-metadata-policy: a Kubewarden policy that gives Pods the metadata of
+//! the Node they land on.
+//!
+//! Flow: [`wapc_init`] registers the waPC entry points; `validate` decodes the
+//! request ([`admission`]), loads the settings ([`settings`]), reads the Node
+//! through the host ([`node_lookup`]) and writes the chosen keys into the
+//! received object ([`mutation`]).
+
+// A panic in wasm is a trap, and a trap on pods/binding stalls scheduling:
+// nothing on a path fed by requests, settings or the host may panic.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::string_slice,
+        clippy::unreachable,
+        clippy::todo,
+        clippy::unimplemented,
+        clippy::exit
+    )
+)]
+
+pub mod admission;
+pub mod glob;
+pub mod k8s_names;
+pub mod mutation;
+pub mod node_lookup;
+pub mod settings;
+
+use kubewarden_policy_sdk::response::ValidationResponse;
+use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+use serde_json::value::RawValue;
+use wapc_guest::prelude::*;
+
+use crate::admission::{Subject, ValidatePayload, classify};
+use crate::mutation::ObjectKind;
+use crate::node_lookup::{HostNodeLookup, NodeFields, NodeLookup};
+use crate::settings::FailurePolicy;
+
+/// Prefix of every warning, so users know where it comes from.
+pub const WARNING_PREFIX: &str = "node-metadata-policy: ";
+/// At most this many warnings go back; the API server truncates long lists.
+pub const MAX_WARNINGS: usize = 10;
+
+#[unsafe(no_mangle)]
+pub extern "C" fn wapc_init() {
+    register_function("validate", validate);
+    register_function("validate_settings", validate_settings);
+    register_function(
+        "protocol_version",
+        kubewarden_policy_sdk::protocol_version_guest,
+    );
+}
+
+fn validate(payload: &[u8]) -> CallResult {
+    Ok(serde_json::to_vec(&evaluate(payload, &HostNodeLookup))?)
+}
+
+fn validate_settings(payload: &[u8]) -> CallResult {
+    Ok(serde_json::to_vec(&check_settings(payload))?)
+}
+
+/// `validate_settings`: never an error, always an answer with the reason.
+pub fn check_settings(raw: &[u8]) -> SettingsValidationResponse {
+    match settings::load(raw) {
+        Ok(_) => SettingsValidationResponse {
+            valid: true,
+            message: None,
+        },
+        Err(message) => SettingsValidationResponse {
+            valid: false,
+            message: Some(message),
+        },
+    }
+}
+
+/// `validate`: decide and mutate. Every outcome is an answer, never a trap.
+pub fn evaluate(payload: &[u8], lookup: &dyn NodeLookup) -> ValidationResponse {
+    let payload: ValidatePayload = match serde_json::from_slice(payload) {
+        Ok(payload) => payload,
+        Err(e) => {
+            return accept(
+                None,
+                vec![format!("request not handled: it cannot be decoded: {e}")],
+            );
+        }
+    };
+    let (node, mut object, kind) = match classify(&payload.request) {
+        Subject::PassThrough { why } => {
+            return accept(
+                None,
+                why.map(|w| format!("request not handled: {w}"))
+                    .into_iter()
+                    .collect(),
+            );
+        }
+        Subject::Binding { node, object } => (node, object, ObjectKind::Binding),
+        Subject::PlacedPod { node, object } => (node, object, ObjectKind::PlacedPod),
+    };
+    let raw_settings = payload.settings.map_or("{}", RawValue::get);
+    let plan = match settings::load(raw_settings.as_bytes()) {
+        Ok(plan) => plan,
+        Err(e) => {
+            return accept(
+                None,
+                vec![format!("request not handled: invalid settings: {e}")],
+            );
+        }
+    };
+    if plan.rules.is_empty() {
+        return accept(None, Vec::new());
+    }
+    let fields = NodeFields {
+        labels: plan.reads(settings::Source::Label),
+        annotations: plan.reads(settings::Source::Annotation),
+    };
+    let metadata = match lookup.node_metadata(&node, fields) {
+        Ok(metadata) => metadata,
+        Err(cause) => {
+            let message = format!("cannot read Node {node:?}: {cause}");
+            return match plan.failure_policy {
+                FailurePolicy::Fail => reject(message),
+                FailurePolicy::Ignore => {
+                    accept(None, vec![format!("Node metadata not added: {message}")])
+                }
+            };
+        }
+    };
+    let selection = mutation::select(&plan, &node, &metadata);
+    match mutation::apply(&mut object, &selection, &plan, kind) {
+        Ok(applied) => accept(applied.changed.then_some(object), applied.warnings),
+        Err(message) => reject(message),
+    }
+}
+
+fn accept(mutated_object: Option<serde_json::Value>, warnings: Vec<String>) -> ValidationResponse {
+    ValidationResponse {
+        accepted: true,
+        message: None,
+        code: None,
+        mutated_object,
+        audit_annotations: None,
+        warnings: cap_warnings(warnings),
+    }
+}
+
+fn reject(message: String) -> ValidationResponse {
+    ValidationResponse {
+        accepted: false,
+        message: Some(format!("{WARNING_PREFIX}{message}")),
+        code: None,
+        mutated_object: None,
+        audit_annotations: None,
+        warnings: None,
+    }
+}
+
+fn cap_warnings(warnings: Vec<String>) -> Option<Vec<String>> {
+    if warnings.is_empty() {
+        return None;
+    }
+    let total = warnings.len();
+    let mut capped: Vec<String> = warnings
+        .into_iter()
+        .take(MAX_WARNINGS)
+        .map(|w| format!("{WARNING_PREFIX}{w}"))
+        .collect();
+    if total > MAX_WARNINGS {
+        capped.push(format!(
+            "{WARNING_PREFIX}{} more warnings not shown",
+            total.saturating_sub(MAX_WARNINGS)
+        ));
+    }
+    Some(capped)
+}
+
+#[cfg(test)]
+mod tests;

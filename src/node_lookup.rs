@@ -1,0 +1,96 @@
+//! The host boundary: the one place that talks to Kubewarden's host
+//! capabilities. Everything else takes a `&dyn NodeLookup`, so it runs natively
+//! in tests with a fake.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
+use serde::Deserialize;
+
+/// The part of a Node this policy reads.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+pub struct NodeMetadata {
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// Which parts of the Node's metadata an evaluation needs: the field masks
+/// sent to the host, so it returns (and we parse) only those.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeFields {
+    pub labels: bool,
+    pub annotations: bool,
+}
+
+pub trait NodeLookup {
+    /// Reads a Node's metadata. The error is the cause, in words for a user.
+    fn node_metadata(&self, name: &str, fields: NodeFields) -> Result<NodeMetadata, String>;
+}
+
+/// Reads Nodes through policy-server's `kubernetes/get_resource` capability.
+pub struct HostNodeLookup;
+
+#[derive(Deserialize)]
+struct NodeDocument {
+    #[serde(default)]
+    metadata: NodeMetadata,
+}
+
+impl NodeLookup for HostNodeLookup {
+    fn node_metadata(&self, name: &str, fields: NodeFields) -> Result<NodeMetadata, String> {
+        let mut masks = BTreeSet::new();
+        if fields.labels {
+            masks.insert("metadata.labels".to_string());
+        }
+        if fields.annotations {
+            masks.insert("metadata.annotations".to_string());
+        }
+        let request = GetResourceRequest {
+            api_version: "v1".to_string(),
+            kind: "Node".to_string(),
+            name: name.to_string(),
+            namespace: None,
+            disable_cache: false,
+            field_masks: Some(masks),
+        };
+        let payload = serde_json::to_vec(&request)
+            .map_err(|e| format!("cannot encode the host request: {e}"))?;
+        let answer = wapc_guest::host_call("kubewarden", "kubernetes", "get_resource", &payload)
+            .map_err(|e| format!("host error: {e}"))?;
+        parse_node(&answer)
+    }
+}
+
+/// Parses the host's answer. Only `metadata.labels` and `.annotations` are read;
+/// anything else the host sends is skipped without being materialised.
+pub fn parse_node(answer: &[u8]) -> Result<NodeMetadata, String> {
+    serde_json::from_slice::<NodeDocument>(answer)
+        .map(|doc| doc.metadata)
+        .map_err(|e| {
+            format!("the host's answer is not a Node with string labels and annotations: {e}")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_only_metadata() {
+        let node = parse_node(
+            br#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"a":"1"}},"status":{"x":[1,2]}}"#,
+        )
+        .unwrap();
+        assert_eq!(node.labels.get("a").map(String::as_str), Some("1"));
+        assert!(node.annotations.is_empty());
+    }
+
+    #[test]
+    fn refuses_non_string_values_with_a_reason() {
+        let err = parse_node(br#"{"metadata":{"labels":{"a":1}}}"#).unwrap_err();
+        assert!(err.contains("not a Node"), "{err}");
+        assert!(parse_node(b"not json").is_err());
+    }
+}

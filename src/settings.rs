@@ -1,0 +1,587 @@
+//! Settings: the serde schema users write, its defaults, and validation into a
+//! [`CopyPlan`] the engine runs. Everything that can be wrong with settings is
+//! found here, at load time, with the field path in the message.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::glob::KeyPattern;
+use crate::k8s_names::{check_label_value, check_qualified_name};
+
+/// The settings document (`ClusterAdmissionPolicy.spec.settings`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Settings {
+    /// What to copy. Absent: the Node's zone and region labels become Pod
+    /// annotations. An empty list copies nothing.
+    #[serde(default)]
+    pub copy: Option<Vec<CopyEntry>>,
+    /// What to do when the Node cannot be read.
+    #[serde(default)]
+    pub failure_policy: FailurePolicy,
+    /// What to do when a Pod created with `spec.nodeName` already carries a key
+    /// this policy manages, with a value the Node does not back.
+    #[serde(default)]
+    pub on_preset_keys: PresetKeys,
+}
+
+/// One short-form entry: copy a Node label or annotation (an exact key or a
+/// glob) onto the Pod.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CopyEntry {
+    /// Node label key or glob to read. Exactly one of `label` / `annotation`.
+    pub label: Option<String>,
+    /// Node annotation key or glob to read.
+    pub annotation: Option<String>,
+    /// Where the value goes on the Pod.
+    #[serde(default)]
+    pub to: Destination,
+    /// New key for the value (exact `label`/`annotation` only).
+    pub rename: Option<String>,
+    /// Prefix put in front of every produced key.
+    pub add_prefix: Option<String>,
+    /// Replace the leading `from` of every produced key by `to`.
+    pub replace_prefix: Option<ReplacePrefix>,
+    /// Value to write when the Node lacks the key (exact keys only). Without it
+    /// the key is skipped.
+    pub default: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplacePrefix {
+    pub from: String,
+    pub to: String,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Destination {
+    #[default]
+    #[serde(rename = "annotations", alias = "annotation")]
+    Annotations,
+    /// Pod labels. On a Binding they reach the Pod only where the
+    /// `PodTopologyLabelsAdmission` feature gate is on (beta and on by default
+    /// from Kubernetes 1.35); on older clusters they are silently dropped.
+    #[serde(rename = "labels", alias = "label")]
+    Labels,
+    #[serde(rename = "both")]
+    Both,
+}
+
+impl Destination {
+    pub fn annotations(self) -> bool {
+        matches!(self, Destination::Annotations | Destination::Both)
+    }
+    pub fn labels(self) -> bool {
+        matches!(self, Destination::Labels | Destination::Both)
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum FailurePolicy {
+    /// Accept the request unchanged, with a warning naming the Node and cause.
+    #[default]
+    Ignore,
+    /// Reject the request with that message.
+    Fail,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum PresetKeys {
+    /// Overwrite them with the Node's values (or remove them when the Node has
+    /// no value for them).
+    #[default]
+    Overwrite,
+    /// Reject the Pod, naming the keys.
+    Reject,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Label,
+    Annotation,
+}
+
+impl Source {
+    pub fn noun(self) -> &'static str {
+        match self {
+            Source::Label => "label",
+            Source::Annotation => "annotation",
+        }
+    }
+}
+
+/// How a Node key becomes a Pod key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Naming {
+    Same,
+    Rename(String),
+    AddPrefix(String),
+    ReplacePrefix { from: String, to: String },
+}
+
+impl Naming {
+    /// The Pod key for a Node key. `ReplacePrefix` leaves keys that do not
+    /// start with `from` as they are.
+    pub fn apply(&self, node_key: &str) -> String {
+        match self {
+            Naming::Same => node_key.to_string(),
+            Naming::Rename(key) => key.clone(),
+            Naming::AddPrefix(prefix) => format!("{prefix}{node_key}"),
+            Naming::ReplacePrefix { from, to } => match node_key.strip_prefix(from.as_str()) {
+                Some(rest) => format!("{to}{rest}"),
+                None => node_key.to_string(),
+            },
+        }
+    }
+}
+
+/// A validated entry.
+#[derive(Debug, Clone)]
+pub struct CopyRule {
+    /// `copy[i]`, or `default` for the built-in entries: used in messages.
+    pub field: String,
+    pub source: Source,
+    pub selector: KeyPattern,
+    pub destination: Destination,
+    pub naming: Naming,
+    /// The pattern Pod keys produced by this rule follow (the selector with
+    /// the naming applied). Used to decide which Pod keys the rule manages.
+    pub target: KeyPattern,
+    pub default: Option<String>,
+}
+
+impl CopyRule {
+    /// Whether this rule may write `pod_key` when it falls under a prefix
+    /// Kubernetes reserves: only when the settings name that prefix literally.
+    pub fn names_prefix_of(&self, pod_key: &str) -> bool {
+        match pod_key.split_once('/') {
+            Some((prefix, _)) => self
+                .target
+                .literal_prefix()
+                .starts_with(&format!("{prefix}/")),
+            None => true,
+        }
+    }
+}
+
+/// Validated settings, ready for the engine.
+#[derive(Debug, Clone)]
+pub struct CopyPlan {
+    pub rules: Vec<CopyRule>,
+    pub failure_policy: FailurePolicy,
+    pub on_preset_keys: PresetKeys,
+}
+
+impl CopyPlan {
+    pub fn reads(&self, source: Source) -> bool {
+        self.rules.iter().any(|r| r.source == source)
+    }
+}
+
+/// The Node labels copied when the settings ask for nothing.
+pub const DEFAULT_LABELS: [&str; 2] = [
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+];
+
+/// Parses settings JSON, naming the path of any field that does not fit the
+/// schema (`copy[1].lable: unknown field ...`).
+pub fn parse(raw: &[u8]) -> Result<Settings, String> {
+    if raw.iter().all(|b| b.is_ascii_whitespace()) || raw == b"null" {
+        return Ok(Settings::default());
+    }
+    // serde would read a JSON array as a struct's fields in order; settings
+    // are only ever a map.
+    if raw.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err("settings: must be a JSON object of setting names and values".to_string());
+    }
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let settings: Settings = serde_path_to_error::deserialize(&mut de).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if path == "." {
+            format!("settings: {inner}")
+        } else {
+            format!("settings.{path}: {inner}")
+        }
+    })?;
+    de.end().map_err(|err| format!("settings: {err}"))?;
+    Ok(settings)
+}
+
+/// Parses and validates in one step: what both `validate_settings` and
+/// `validate` use, so the two can never disagree.
+pub fn load(raw: &[u8]) -> Result<CopyPlan, String> {
+    parse(raw)?.compile()
+}
+
+impl Settings {
+    pub fn compile(self) -> Result<CopyPlan, String> {
+        let rules = match self.copy {
+            None => DEFAULT_LABELS
+                .iter()
+                .map(|key| default_rule(key))
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(entries) => entries
+                .into_iter()
+                .enumerate()
+                .map(|(i, entry)| entry.compile(format!("copy[{i}]")))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        check_conflicts(&rules)?;
+        Ok(CopyPlan {
+            rules,
+            failure_policy: self.failure_policy,
+            on_preset_keys: self.on_preset_keys,
+        })
+    }
+}
+
+fn default_rule(key: &str) -> Result<CopyRule, String> {
+    CopyEntry {
+        label: Some(key.to_string()),
+        ..CopyEntry::default()
+    }
+    .compile("default".to_string())
+}
+
+impl CopyEntry {
+    fn compile(self, field: String) -> Result<CopyRule, String> {
+        let err = |what: &str, why: String| format!("settings.{field}.{what}: {why}");
+        let (source, key, key_field) = match (self.label, self.annotation) {
+            (Some(key), None) => (Source::Label, key, "label"),
+            (None, Some(key)) => (Source::Annotation, key, "annotation"),
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "settings.{field}: set either `label` or `annotation`, not both (one entry reads one Node key or glob)"
+                ));
+            }
+            (None, None) => {
+                return Err(format!(
+                    "settings.{field}: missing `label` or `annotation`: name the Node key or glob to copy"
+                ));
+            }
+        };
+        let selector =
+            KeyPattern::parse(&key).map_err(|why| err(key_field, format!("{key:?} {why}")))?;
+        if selector.is_exact() {
+            check_qualified_name(&key)
+                .map_err(|why| err(key_field, format!("{key:?} is not a valid key: {why}")))?;
+        }
+
+        let naming = match (self.rename, self.add_prefix, self.replace_prefix) {
+            (None, None, None) => Naming::Same,
+            (Some(new_key), None, None) => {
+                if !selector.is_exact() {
+                    return Err(err(
+                        "rename",
+                        format!(
+                            "cannot rename the keys of glob {key:?} to one key; use `addPrefix` or `replacePrefix`"
+                        ),
+                    ));
+                }
+                check_qualified_name(&new_key).map_err(|why| {
+                    err("rename", format!("{new_key:?} is not a valid key: {why}"))
+                })?;
+                Naming::Rename(new_key)
+            }
+            (None, Some(prefix), None) => {
+                if prefix.is_empty() {
+                    return Err(err("addPrefix", "must not be empty".into()));
+                }
+                Naming::AddPrefix(prefix)
+            }
+            (None, None, Some(ReplacePrefix { from, to })) => {
+                if from.is_empty() {
+                    return Err(err("replacePrefix.from", "must not be empty".into()));
+                }
+                if !selector.literal_prefix().starts_with(&from) {
+                    return Err(err(
+                        "replacePrefix.from",
+                        format!(
+                            "{from:?} is not a prefix of {key:?}, so it would never apply; it must start the literal part {:?}",
+                            selector.literal_prefix()
+                        ),
+                    ));
+                }
+                Naming::ReplacePrefix { from, to }
+            }
+            _ => {
+                return Err(format!(
+                    "settings.{field}: `rename`, `addPrefix` and `replacePrefix` are alternatives; set at most one"
+                ));
+            }
+        };
+
+        // The pattern of produced keys must itself be a possible key: catch
+        // prefixes that would make every produced key invalid now, not per Pod.
+        let target_text = naming.apply(selector.as_str());
+        let target = KeyPattern::parse(&target_text).map_err(|why| {
+            err(
+                naming_field(&naming),
+                format!("produces keys like {target_text:?}, which {why}"),
+            )
+        })?;
+        if target.is_exact() {
+            check_qualified_name(&target_text).map_err(|why| {
+                err(
+                    naming_field(&naming),
+                    format!("produces the key {target_text:?}, which is not valid: {why}"),
+                )
+            })?;
+        } else if let Some((prefix, _)) = target.literal_prefix().split_once('/') {
+            check_qualified_name(&format!("{prefix}/x")).map_err(|why| {
+                err(
+                    naming_field(&naming),
+                    format!("produces keys like {target_text:?}, which are not valid: {why}"),
+                )
+            })?;
+        }
+
+        if let Some(default) = &self.default {
+            if !selector.is_exact() {
+                return Err(err(
+                    "default",
+                    format!("a default needs one exact key, but {key:?} is a glob"),
+                ));
+            }
+            if self.to.labels() {
+                check_label_value(default).map_err(|why| {
+                    err(
+                        "default",
+                        format!("{default:?} cannot be a label value: {why}"),
+                    )
+                })?;
+            }
+        }
+
+        Ok(CopyRule {
+            field,
+            source,
+            selector,
+            destination: self.to,
+            naming,
+            target,
+            default: self.default,
+        })
+    }
+}
+
+fn naming_field(naming: &Naming) -> &'static str {
+    match naming {
+        Naming::Same => "label",
+        Naming::Rename(_) => "rename",
+        Naming::AddPrefix(_) => "addPrefix",
+        Naming::ReplacePrefix { .. } => "replacePrefix.to",
+    }
+}
+
+/// Two entries that write the same exact Pod key (in the same place) from
+/// different Node keys contradict each other.
+fn check_conflicts(rules: &[CopyRule]) -> Result<(), String> {
+    let mut seen: BTreeMap<(bool, &str), &CopyRule> = BTreeMap::new();
+    for rule in rules.iter().filter(|r| r.target.is_exact()) {
+        let places = [
+            (true, rule.destination.labels()),
+            (false, rule.destination.annotations()),
+        ];
+        for (is_label, used) in places {
+            if !used {
+                continue;
+            }
+            if let Some(earlier) = seen.insert((is_label, rule.target.as_str()), rule) {
+                return Err(format!(
+                    "settings.{}: writes Pod {} {:?}, which settings.{} already writes; each Pod key can come from one entry",
+                    rule.field,
+                    if is_label { "label" } else { "annotation" },
+                    rule.target.as_str(),
+                    earlier.field
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_str(s: &str) -> Result<CopyPlan, String> {
+        load(s.as_bytes())
+    }
+
+    #[test]
+    fn empty_settings_copy_zone_and_region_labels_to_annotations() {
+        for raw in ["{}", "", "null"] {
+            let plan = load_str(raw).unwrap();
+            let keys: Vec<_> = plan.rules.iter().map(|r| r.selector.as_str()).collect();
+            assert_eq!(keys, DEFAULT_LABELS);
+            assert!(
+                plan.rules
+                    .iter()
+                    .all(|r| r.destination == Destination::Annotations
+                        && r.source == Source::Label
+                        && r.naming == Naming::Same)
+            );
+            assert_eq!(plan.failure_policy, FailurePolicy::Ignore);
+        }
+    }
+
+    #[test]
+    fn explicit_empty_list_copies_nothing() {
+        assert!(load_str(r#"{"copy": []}"#).unwrap().rules.is_empty());
+    }
+
+    #[test]
+    fn full_entry_parses() {
+        let plan = load_str(
+            r#"{"copy":[
+                {"label":"node.kubernetes.io/instance-type","rename":"example.com/instance-type","default":"unknown","to":"both"},
+                {"annotation":"rack.example.com/*","replacePrefix":{"from":"rack.example.com/","to":"node.example.com/"}},
+                {"label":"zone*","addPrefix":"node-"}
+             ],"failurePolicy":"Fail","onPresetKeys":"Reject"}"#,
+        )
+        .unwrap();
+        assert_eq!(plan.rules.len(), 3);
+        assert_eq!(plan.failure_policy, FailurePolicy::Fail);
+        assert_eq!(plan.on_preset_keys, PresetKeys::Reject);
+        assert_eq!(plan.rules[1].target.as_str(), "node.example.com/*");
+        assert_eq!(plan.rules[2].naming.apply("zone-a"), "node-zone-a");
+    }
+
+    fn refused(raw: &str) -> String {
+        load_str(raw).unwrap_err()
+    }
+
+    #[test]
+    fn unknown_fields_name_their_path() {
+        let msg = refused(r#"{"copy":[{"lable":"x"}]}"#);
+        assert!(
+            msg.starts_with("settings.copy[0].lable: unknown field `lable`"),
+            "{msg}"
+        );
+        let msg = refused(r#"{"nodeLabels":[]}"#);
+        assert!(msg.contains("unknown field `nodeLabels`"), "{msg}");
+    }
+
+    #[test]
+    fn wrong_types_name_their_path() {
+        let msg = refused(r#"{"copy":{"label":"x"}}"#);
+        assert!(
+            msg.starts_with("settings.copy: invalid type: map, expected a sequence"),
+            "{msg}"
+        );
+        let msg = refused(r#"{"copy":[{"label":"x","to":"pod"}]}"#);
+        assert!(
+            msg.starts_with("settings.copy[0].to: unknown variant `pod`"),
+            "{msg}"
+        );
+        let msg = refused(r#"{"failurePolicy":"fail"}"#);
+        assert!(
+            msg.starts_with("settings.failurePolicy: unknown variant `fail`"),
+            "{msg}"
+        );
+        for not_a_map in ["[1]", "3", "\"copy\""] {
+            assert_eq!(
+                refused(not_a_map),
+                "settings: must be a JSON object of setting names and values"
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_keys_and_globs() {
+        let msg = refused(r#"{"copy":[{"label":"topology.kubernetes.io/[zone]"}]}"#);
+        assert!(
+            msg.starts_with(
+                "settings.copy[0].label: \"topology.kubernetes.io/[zone]\" character '['"
+            ),
+            "{msg}"
+        );
+        let msg = refused(r#"{"copy":[{"annotation":"Example.com/zone"}]}"#);
+        assert!(
+            msg.contains("settings.copy[0].annotation") && msg.contains("DNS subdomain"),
+            "{msg}"
+        );
+        let msg = refused(r#"{"copy":[{"label":"zone","rename":"bad key"}]}"#);
+        assert!(
+            msg.starts_with("settings.copy[0].rename: \"bad key\" is not a valid key"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn contradictory_entries() {
+        let msg = refused(r#"{"copy":[{"label":"a","annotation":"b"}]}"#);
+        assert!(msg.contains("not both"), "{msg}");
+        let msg = refused(r#"{"copy":[{"to":"labels"}]}"#);
+        assert!(msg.contains("missing `label` or `annotation`"), "{msg}");
+        let msg = refused(r#"{"copy":[{"label":"a/*","rename":"b"}]}"#);
+        assert!(
+            msg.starts_with("settings.copy[0].rename: cannot rename the keys of glob"),
+            "{msg}"
+        );
+        let msg = refused(r#"{"copy":[{"label":"a/*","default":"x"}]}"#);
+        assert!(
+            msg.starts_with("settings.copy[0].default: a default needs one exact key"),
+            "{msg}"
+        );
+        let msg = refused(r#"{"copy":[{"label":"a","rename":"b","addPrefix":"c"}]}"#);
+        assert!(msg.contains("alternatives"), "{msg}");
+        let msg = refused(
+            r#"{"copy":[{"label":"a.io/*","replacePrefix":{"from":"b.io/","to":"c.io/"}}]}"#,
+        );
+        assert!(
+            msg.starts_with("settings.copy[0].replacePrefix.from: \"b.io/\" is not a prefix"),
+            "{msg}"
+        );
+        let msg =
+            refused(r#"{"copy":[{"label":"a","rename":"z"},{"annotation":"b","rename":"z"}]}"#);
+        assert!(msg.starts_with("settings.copy[1]: writes Pod annotation \"z\", which settings.copy[0] already writes"), "{msg}");
+        // Same key to labels and to annotations is not a conflict.
+        assert!(load_str(r#"{"copy":[{"label":"a","rename":"z","to":"labels"},{"annotation":"b","rename":"z"}]}"#).is_ok());
+    }
+
+    #[test]
+    fn prefixes_that_make_every_key_invalid_are_refused() {
+        let msg = refused(
+            r#"{"copy":[{"label":"topology.kubernetes.io/*","addPrefix":"node.example.com/"}]}"#,
+        );
+        assert!(msg.starts_with("settings.copy[0].addPrefix: produces keys like \"node.example.com/topology.kubernetes.io/*\""), "{msg}");
+        let msg = refused(
+            r#"{"copy":[{"label":"a.io/*","replacePrefix":{"from":"a.io/","to":"Bad_Prefix/"}}]}"#,
+        );
+        assert!(
+            msg.starts_with("settings.copy[0].replacePrefix.to:"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn label_defaults_must_be_label_values() {
+        let msg = refused(r#"{"copy":[{"label":"a","to":"labels","default":"not valid!"}]}"#);
+        assert!(
+            msg.starts_with("settings.copy[0].default: \"not valid!\" cannot be a label value"),
+            "{msg}"
+        );
+        assert!(
+            load_str(r#"{"copy":[{"label":"a","default":"any text is fine for annotations!"}]}"#)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn reserved_prefix_naming() {
+        let plan = load_str(
+            r#"{"copy":[{"label":"topology.kubernetes.io/*"},{"label":"*"},{"label":"*zone*"}]}"#,
+        )
+        .unwrap();
+        assert!(plan.rules[0].names_prefix_of("topology.kubernetes.io/zone"));
+        assert!(!plan.rules[1].names_prefix_of("topology.kubernetes.io/zone"));
+        assert!(!plan.rules[2].names_prefix_of("topology.kubernetes.io/zone"));
+    }
+}

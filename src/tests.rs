@@ -1,0 +1,227 @@
+//! End-to-end tests of `evaluate` natively, with the host boundary faked.
+
+use std::cell::RefCell;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::node_lookup::{NodeMetadata, parse_node};
+
+/// A `NodeLookup` answering from a fixed result and recording every call.
+struct FakeLookup {
+    answer: Result<NodeMetadata, String>,
+    calls: RefCell<Vec<(String, NodeFields)>>,
+}
+
+impl FakeLookup {
+    fn node_1() -> FakeLookup {
+        let node = std::fs::read("test_data/node-1.json").unwrap();
+        FakeLookup {
+            answer: Ok(parse_node(&node).unwrap()),
+            calls: RefCell::default(),
+        }
+    }
+    fn failing(cause: &str) -> FakeLookup {
+        FakeLookup {
+            answer: Err(cause.to_string()),
+            calls: RefCell::default(),
+        }
+    }
+}
+
+impl NodeLookup for FakeLookup {
+    fn node_metadata(&self, name: &str, fields: NodeFields) -> Result<NodeMetadata, String> {
+        self.calls.borrow_mut().push((name.to_string(), fields));
+        self.answer.clone()
+    }
+}
+
+fn payload(request_file: &str, settings: Value) -> Vec<u8> {
+    let request: Value =
+        serde_json::from_slice(&std::fs::read(format!("test_data/{request_file}")).unwrap())
+            .unwrap();
+    serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap()
+}
+
+#[test]
+fn binding_with_default_settings_gets_zone_and_region() {
+    let lookup = FakeLookup::node_1();
+    let response = evaluate(&payload("binding.json", json!({})), &lookup);
+    assert!(response.accepted);
+    assert_eq!(response.warnings, None);
+    let mutated = response.mutated_object.unwrap();
+    assert_eq!(
+        mutated["metadata"]["annotations"],
+        json!({"topology.kubernetes.io/zone":"us-east-2a","topology.kubernetes.io/region":"us-east-2"})
+    );
+    // Unknown and untouched fields survive.
+    assert_eq!(
+        mutated["metadata"]["uid"],
+        "fceccee4-4821-408a-b75b-44262392b93c"
+    );
+    assert_eq!(mutated["target"], json!({"kind":"Node","name":"node-1"}));
+    assert_eq!(
+        *lookup.calls.borrow(),
+        vec![(
+            "node-1".to_string(),
+            NodeFields {
+                labels: true,
+                annotations: false
+            }
+        )]
+    );
+}
+
+#[test]
+fn placed_pod_is_mutated_and_unplaced_pod_is_not_looked_up() {
+    let lookup = FakeLookup::node_1();
+    let settings = json!({"copy":[{"label":"node.kubernetes.io/instance-type","to":"labels"},{"annotation":"team.example.com/owner"}]});
+    let response = evaluate(
+        &payload("pod-with-node-name.json", settings.clone()),
+        &lookup,
+    );
+    let mutated = response.mutated_object.unwrap();
+    assert_eq!(
+        mutated["metadata"]["labels"],
+        json!({"app":"web","node.kubernetes.io/instance-type":"m5.xlarge"})
+    );
+    assert_eq!(
+        mutated["metadata"]["annotations"],
+        json!({"example.com/owner":"web-team","team.example.com/owner":"platform team (on call: #infra)"})
+    );
+    assert_eq!(
+        lookup.calls.borrow()[0].1,
+        NodeFields {
+            labels: true,
+            annotations: true
+        }
+    );
+
+    let lookup = FakeLookup::node_1();
+    let response = evaluate(&payload("pod-without-node-name.json", settings), &lookup);
+    assert!(response.accepted && response.mutated_object.is_none() && response.warnings.is_none());
+    assert!(lookup.calls.borrow().is_empty());
+}
+
+#[test]
+fn other_requests_are_accepted_without_a_host_call() {
+    let lookup = FakeLookup::node_1();
+    let response = evaluate(&payload("deployment.json", json!({})), &lookup);
+    assert!(response.accepted && response.mutated_object.is_none());
+    assert!(lookup.calls.borrow().is_empty());
+}
+
+#[test]
+fn lookup_failure_follows_the_failure_policy() {
+    let cause = "Cannot find v1/Node named 'node-1' inside of namespace 'None'";
+    let response = evaluate(
+        &payload("binding.json", json!({})),
+        &FakeLookup::failing(cause),
+    );
+    assert!(response.accepted && response.mutated_object.is_none());
+    assert_eq!(
+        response.warnings.unwrap(),
+        vec![format!(
+            "node-metadata-policy: Node metadata not added: cannot read Node \"node-1\": {cause}"
+        )]
+    );
+    let response = evaluate(
+        &payload("binding.json", json!({"failurePolicy":"Fail"})),
+        &FakeLookup::failing(cause),
+    );
+    assert!(!response.accepted);
+    assert_eq!(
+        response.message.unwrap(),
+        format!("node-metadata-policy: cannot read Node \"node-1\": {cause}")
+    );
+}
+
+#[test]
+fn mutated_binding_evaluated_again_changes_nothing() {
+    let lookup = FakeLookup::node_1();
+    let first = evaluate(
+        &payload(
+            "binding.json",
+            json!({"copy":[{"label":"rack.example.com/*"}]}),
+        ),
+        &lookup,
+    );
+    let mutated = first.mutated_object.unwrap();
+    let mut request: Value =
+        serde_json::from_slice(&std::fs::read("test_data/binding.json").unwrap()).unwrap();
+    request["object"] = mutated;
+    let again = serde_json::to_vec(
+        &json!({"request": request, "settings": {"copy":[{"label":"rack.example.com/*"}]}}),
+    )
+    .unwrap();
+    let second = evaluate(&again, &lookup);
+    assert!(second.accepted && second.mutated_object.is_none());
+}
+
+#[test]
+fn spoofed_placed_pod_is_corrected_or_rejected() {
+    let response = evaluate(
+        &payload("pod-with-node-name-spoofed.json", json!({})),
+        &FakeLookup::node_1(),
+    );
+    let annotations = &response.mutated_object.unwrap()["metadata"]["annotations"];
+    assert_eq!(annotations["topology.kubernetes.io/zone"], "us-east-2a");
+    assert_eq!(annotations["topology.kubernetes.io/region"], "us-east-2");
+    let response = evaluate(
+        &payload(
+            "pod-with-node-name-spoofed.json",
+            json!({"onPresetKeys":"Reject"}),
+        ),
+        &FakeLookup::node_1(),
+    );
+    assert!(!response.accepted);
+    let message = response.message.unwrap();
+    assert!(message.contains("annotation \"topology.kubernetes.io/region\", annotation \"topology.kubernetes.io/zone\""), "{message}");
+}
+
+#[test]
+fn undecodable_requests_are_accepted_with_the_reason() {
+    let lookup = FakeLookup::node_1();
+    for bad in [&b"not json"[..], b"{}", b"{\"request\": 3}", b""] {
+        let response = evaluate(bad, &lookup);
+        assert!(response.accepted);
+        let warning = &response.warnings.unwrap()[0];
+        assert!(
+            warning.starts_with("node-metadata-policy: request not handled: it cannot be decoded"),
+            "{warning}"
+        );
+    }
+    assert!(lookup.calls.borrow().is_empty());
+}
+
+#[test]
+fn settings_check_answers_with_the_reason() {
+    assert!(check_settings(b"{}").valid);
+    let answer = check_settings(br#"{"copy":[{"label":"a b"}]}"#);
+    assert!(!answer.valid);
+    assert!(
+        answer
+            .message
+            .unwrap()
+            .starts_with("settings.copy[0].label:")
+    );
+    let answer = check_settings(b"not json");
+    assert!(
+        !answer.valid
+            && answer
+                .message
+                .unwrap()
+                .starts_with("settings: must be a JSON object")
+    );
+}
+
+#[test]
+fn warnings_are_capped() {
+    let many: Vec<String> = (0..25).map(|i| format!("w{i}")).collect();
+    let capped = cap_warnings(many).unwrap();
+    assert_eq!(capped.len(), MAX_WARNINGS + 1);
+    assert_eq!(
+        capped.last().unwrap(),
+        "node-metadata-policy: 15 more warnings not shown"
+    );
+}
