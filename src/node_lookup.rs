@@ -58,8 +58,22 @@ impl NodeLookup for HostNodeLookup {
         let payload = serde_json::to_vec(&request)
             .map_err(|e| format!("cannot encode the host request: {e}"))?;
         let answer = wapc_guest::host_call("kubewarden", "kubernetes", "get_resource", &payload)
-            .map_err(|e| format!("host error: {e}"))?;
+            .map_err(|e| host_error_cause(&e.to_string()))?;
         parse_node(&answer)
+    }
+}
+
+/// The host's words without the transport's wrapping ("Host error:
+/// Callback evaluation failure: ..."), which tells a user nothing.
+pub fn host_error_cause(error: &str) -> String {
+    let mut cause = error.trim();
+    for wrapper in ["Host error:", "Callback evaluation failure:"] {
+        cause = cause.strip_prefix(wrapper).map_or(cause, str::trim_start);
+    }
+    if cause.is_empty() {
+        "the host returned an empty error".to_string()
+    } else {
+        cause.to_string()
     }
 }
 
@@ -85,6 +99,18 @@ mod tests {
         .unwrap();
         assert_eq!(node.labels.get("a").map(String::as_str), Some("1"));
         assert!(node.annotations.is_empty());
+    }
+
+    #[test]
+    fn host_errors_lose_their_wrapping() {
+        assert_eq!(
+            host_error_cause(
+                "Host error: Callback evaluation failure: Cannot find v1/Node named 'x' inside of namespace 'None'"
+            ),
+            "Cannot find v1/Node named 'x' inside of namespace 'None'"
+        );
+        assert_eq!(host_error_cause("Host error: boom"), "boom");
+        assert_eq!(host_error_cause(""), "the host returned an empty error");
     }
 
     #[test]

@@ -57,17 +57,29 @@ pub struct ReplacePrefix {
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
 pub enum Destination {
     #[default]
-    #[serde(rename = "annotations", alias = "annotation")]
     Annotations,
     /// Pod labels. On a Binding they reach the Pod only where the
     /// `PodTopologyLabelsAdmission` feature gate is on (beta and on by default
     /// from Kubernetes 1.35); on older clusters they are silently dropped.
-    #[serde(rename = "labels", alias = "label")]
     Labels,
-    #[serde(rename = "both")]
     Both,
+}
+
+impl TryFrom<String> for Destination {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        match value.as_str() {
+            "annotations" | "annotation" => Ok(Destination::Annotations),
+            "labels" | "label" => Ok(Destination::Labels),
+            "both" => Ok(Destination::Both),
+            _ => Err(format!(
+                "unknown value {value:?}: expected `annotations`, `labels` or `both`"
+            )),
+        }
+    }
 }
 
 impl Destination {
@@ -80,6 +92,7 @@ impl Destination {
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
 pub enum FailurePolicy {
     /// Accept the request unchanged, with a warning naming the Node and cause.
     #[default]
@@ -88,7 +101,21 @@ pub enum FailurePolicy {
     Fail,
 }
 
+impl TryFrom<String> for FailurePolicy {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        match value.as_str() {
+            "Ignore" => Ok(FailurePolicy::Ignore),
+            "Fail" => Ok(FailurePolicy::Fail),
+            _ => Err(format!(
+                "unknown value {value:?}: expected `Ignore` or `Fail`"
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
 pub enum PresetKeys {
     /// Overwrite them with the Node's values (or remove them when the Node has
     /// no value for them).
@@ -96,6 +123,19 @@ pub enum PresetKeys {
     Overwrite,
     /// Reject the Pod, naming the keys.
     Reject,
+}
+
+impl TryFrom<String> for PresetKeys {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        match value.as_str() {
+            "Overwrite" => Ok(PresetKeys::Overwrite),
+            "Reject" => Ok(PresetKeys::Reject),
+            _ => Err(format!(
+                "unknown value {value:?}: expected `Overwrite` or `Reject`"
+            )),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,15 +241,26 @@ pub fn parse(raw: &[u8]) -> Result<Settings, String> {
     let mut de = serde_json::Deserializer::from_slice(raw);
     let settings: Settings = serde_path_to_error::deserialize(&mut de).map_err(|err| {
         let path = err.path().to_string();
-        let inner = err.into_inner();
+        let inner = without_position(&err.into_inner());
         if path == "." {
             format!("settings: {inner}")
         } else {
             format!("settings.{path}: {inner}")
         }
     })?;
-    de.end().map_err(|err| format!("settings: {err}"))?;
+    de.end()
+        .map_err(|err| format!("settings: {}", without_position(&err)))?;
     Ok(settings)
+}
+
+/// serde_json ends messages with "at line L column C"; settings reach the
+/// policy re-encoded from YAML, so the position points nowhere useful.
+fn without_position(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    match text.rfind(" at line ") {
+        Some(cut) if err.line() > 0 => text.get(..cut).unwrap_or(&text).to_string(),
+        _ => text,
+    }
 }
 
 /// Parses and validates in one step: what both `validate_settings` and
@@ -476,14 +527,19 @@ mod tests {
             "{msg}"
         );
         let msg = refused(r#"{"copy":[{"label":"x","to":"pod"}]}"#);
-        assert!(
-            msg.starts_with("settings.copy[0].to: unknown variant `pod`"),
-            "{msg}"
+        assert_eq!(
+            msg,
+            "settings.copy[0].to: unknown value \"pod\": expected `annotations`, `labels` or `both`"
         );
         let msg = refused(r#"{"failurePolicy":"fail"}"#);
-        assert!(
-            msg.starts_with("settings.failurePolicy: unknown variant `fail`"),
-            "{msg}"
+        assert_eq!(
+            msg,
+            "settings.failurePolicy: unknown value \"fail\": expected `Ignore` or `Fail`"
+        );
+        let msg = refused(r#"{"onPresetKeys":true}"#);
+        assert_eq!(
+            msg,
+            "settings.onPresetKeys: invalid type: boolean `true`, expected a string"
         );
         for not_a_map in ["[1]", "3", "\"copy\""] {
             assert_eq!(

@@ -1,0 +1,53 @@
+# node-metadata-policy. `make demo` shows the policy at work, `make test` runs everything.
+SHELL := /bin/bash
+CARGO ?= cargo
+WASM_TARGET := wasm32-wasip1
+POLICY_BUILD := target/$(WASM_TARGET)/release/node_metadata_policy.wasm
+BASELINE_BUILD := target/$(WASM_TARGET)/release/baseline_policy.wasm
+SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
+HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
+
+.PHONY: all demo test fmt-check lint unit-tests e2e-tests bats bench clean wasm-target
+
+all: policy.wasm
+
+wasm-target:
+	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
+
+policy.wasm: $(SOURCES) | wasm-target
+	$(CARGO) build --locked -p node-metadata-policy --target $(WASM_TARGET) --release
+	cp $(POLICY_BUILD) $@
+
+baseline.wasm: e2e-tests/baseline-policy/src/lib.rs | wasm-target
+	$(CARGO) build --locked -p baseline-policy --target $(WASM_TARGET) --release
+	cp $(BASELINE_BUILD) $@
+
+# Needs kwctl (not installable from the package registries this project uses).
+annotated-policy.wasm: policy.wasm metadata.yml README.md
+	kwctl annotate -m metadata.yml -u README.md -o $@ policy.wasm
+
+demo: policy.wasm
+	$(HOST) demo -- policy.wasm test_data/binding.json test_data/node-1.json '{}'
+
+test: fmt-check lint unit-tests e2e-tests
+
+fmt-check:
+	$(CARGO) fmt --all -- --check
+
+lint: | wasm-target
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --locked -p node-metadata-policy --target $(WASM_TARGET) -- -D warnings
+
+unit-tests:
+	$(CARGO) test --locked -p node-metadata-policy
+
+e2e-tests: policy.wasm
+	POLICY_WASM=$(CURDIR)/policy.wasm $(CARGO) test --locked -p policy-host --profile host
+	./e2e-tests/run-bats.sh
+
+bench: policy.wasm baseline.wasm
+	$(HOST) bench -- policy.wasm baseline.wasm
+
+clean:
+	$(CARGO) clean
+	rm -f policy.wasm baseline.wasm annotated-policy.wasm

@@ -1,0 +1,151 @@
+//! Host capability answers, and the record of what the policy asked.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use serde_json::{Map, Value};
+
+/// One host call as the policy made it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostCall {
+    pub binding: String,
+    pub namespace: String,
+    pub operation: String,
+    pub payload: Value,
+}
+
+/// Answers the policy's host calls. `Err` is what the host reports as an
+/// error (the policy sees `Callback evaluation failure: <message>`).
+pub trait Capabilities: Send + Sync {
+    fn answer(&self, call: &HostCall) -> Result<Vec<u8>, String>;
+}
+
+/// Answers `kubernetes/get_resource` for Nodes (and any other object) from
+/// memory, pruned by the request's field masks as policy-server does.
+#[derive(Default)]
+pub struct InMemoryCluster {
+    objects: BTreeMap<(String, String, Option<String>, String), Value>,
+    pub calls: Mutex<usize>,
+}
+
+impl InMemoryCluster {
+    pub fn with(mut self, object: Value) -> Self {
+        let api_version = object["apiVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let kind = object["kind"].as_str().unwrap_or_default().to_string();
+        let namespace = object["metadata"]["namespace"].as_str().map(str::to_string);
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        self.objects
+            .insert((api_version, kind, namespace, name), object);
+        self
+    }
+}
+
+impl Capabilities for InMemoryCluster {
+    fn answer(&self, call: &HostCall) -> Result<Vec<u8>, String> {
+        if let Ok(mut calls) = self.calls.lock() {
+            *calls += 1;
+        }
+        if (
+            call.binding.as_str(),
+            call.namespace.as_str(),
+            call.operation.as_str(),
+        ) != ("kubewarden", "kubernetes", "get_resource")
+        {
+            return Err(format!(
+                "unsupported host call {}/{}/{}",
+                call.binding, call.namespace, call.operation
+            ));
+        }
+        let p = &call.payload;
+        let key = (
+            p["api_version"].as_str().unwrap_or_default().to_string(),
+            p["kind"].as_str().unwrap_or_default().to_string(),
+            p["namespace"].as_str().map(str::to_string),
+            p["name"].as_str().unwrap_or_default().to_string(),
+        );
+        let object = self.objects.get(&key).ok_or_else(|| {
+            format!(
+                "Cannot find {}/{} named '{}' inside of namespace '{}'",
+                key.0,
+                key.1,
+                key.3,
+                key.2.as_deref().unwrap_or("None")
+            )
+        })?;
+        let pruned = apply_field_masks(object, field_masks(p).as_ref());
+        serde_json::to_vec(&pruned).map_err(|e| e.to_string())
+    }
+}
+
+pub fn field_masks(payload: &Value) -> Option<BTreeSet<String>> {
+    let masks: BTreeSet<String> = payload
+        .get("field_masks")?
+        .as_array()?
+        .iter()
+        .filter_map(|m| m.as_str().map(str::to_string))
+        .collect();
+    (!masks.is_empty()).then_some(masks)
+}
+
+/// Keeps only the masked paths (dot notation, arrays traversed implicitly);
+/// no masks keeps everything.
+pub fn apply_field_masks(value: &Value, masks: Option<&BTreeSet<String>>) -> Value {
+    let Some(masks) = masks else {
+        return value.clone();
+    };
+    let paths: Vec<Vec<&str>> = masks.iter().map(|m| m.split('.').collect()).collect();
+    prune(value, &paths.iter().map(Vec::as_slice).collect::<Vec<_>>())
+}
+
+fn prune(value: &Value, paths: &[&[&str]]) -> Value {
+    if paths.iter().any(|p| p.is_empty()) {
+        return value.clone();
+    }
+    match value {
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (key, child) in map {
+                let rest: Vec<&[&str]> = paths
+                    .iter()
+                    .filter(|p| p.first() == Some(&key.as_str()))
+                    .map(|p| &p[1..])
+                    .collect();
+                if !rest.is_empty() {
+                    out.insert(key.clone(), prune(child, &rest));
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|i| prune(i, paths)).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn masks_prune_to_the_listed_paths() {
+        let node = json!({"kind":"Node","metadata":{"name":"n","labels":{"a":"1"},"annotations":{"b":"2"}},"status":{}});
+        let masks: BTreeSet<String> = ["metadata.labels".to_string()].into();
+        assert_eq!(
+            apply_field_masks(&node, Some(&masks)),
+            json!({"metadata":{"labels":{"a":"1"}}})
+        );
+        let list =
+            json!({"spec":{"containers":[{"name":"a","image":"x"},{"name":"b","image":"y"}]}});
+        let masks: BTreeSet<String> = ["spec.containers.image".to_string()].into();
+        assert_eq!(
+            apply_field_masks(&list, Some(&masks)),
+            json!({"spec":{"containers":[{"image":"x"},{"image":"y"}]}})
+        );
+    }
+}

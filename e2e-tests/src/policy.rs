@@ -1,0 +1,158 @@
+//! Loading a policy module and evaluating requests the way policy-server does.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use wapc::WapcHost;
+use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+
+use crate::capabilities::{Capabilities, HostCall};
+
+/// A compiled policy, instantiated afresh for every evaluation.
+pub struct PolicyModule {
+    pre: WasmtimeEngineProviderPre,
+    pub size_bytes: usize,
+    pub compile_time: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct SettingsVerdict {
+    pub valid: bool,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawResponse {
+    accepted: bool,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    code: Option<u16>,
+    #[serde(default)]
+    mutated_object: Option<Value>,
+    #[serde(default)]
+    warnings: Option<Vec<String>>,
+}
+
+/// The outcome a user of policy-server sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    pub accepted: bool,
+    pub message: Option<String>,
+    pub code: Option<u16>,
+    pub warnings: Vec<String>,
+    /// The JSON Patch policy-server would send (None when the diff is empty).
+    pub patch: Option<Value>,
+}
+
+impl PolicyModule {
+    pub fn load(path: &Path) -> Result<PolicyModule> {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("reading {} (run `make policy.wasm`)", path.display()))?;
+        let started = Instant::now();
+        let engine = wasmtime::Engine::default();
+        let module = wasmtime::Module::new(&engine, &bytes)
+            .map_err(|e| anyhow!("compiling {}: {e}", path.display()))?;
+        let pre = WasmtimeEngineProviderBuilder::new()
+            .engine(engine)
+            .module(module)
+            .build_pre()
+            .map_err(|e| anyhow!("preparing {}: {e}", path.display()))?;
+        Ok(PolicyModule {
+            pre,
+            size_bytes: bytes.len(),
+            compile_time: started.elapsed(),
+        })
+    }
+
+    /// A fresh, initialised waPC instance whose host calls go to `capabilities`.
+    pub fn instantiate(&self, capabilities: Arc<dyn Capabilities>) -> Result<WapcHost> {
+        let provider = self
+            .pre
+            .rehydrate(None)
+            .map_err(|e| anyhow!("instantiating: {e}"))?;
+        let callback =
+            move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
+                let call = HostCall {
+                    binding: binding.to_string(),
+                    namespace: namespace.to_string(),
+                    operation: operation.to_string(),
+                    payload: serde_json::from_slice(payload).unwrap_or(Value::Null),
+                };
+                capabilities
+                    .answer(&call)
+                    // policy-server wraps every capability error this way.
+                    .map_err(|message| -> Box<dyn std::error::Error + Send + Sync> {
+                        format!("Callback evaluation failure: {message}").into()
+                    })
+            };
+        WapcHost::new(Box::new(provider), Some(Box::new(callback)))
+            .map_err(|e| anyhow!("initialising: {e}"))
+    }
+
+    pub fn validate_settings(&self, settings: &Value) -> Result<SettingsVerdict> {
+        let host = self.instantiate(Arc::new(NoCapabilities))?;
+        let answer = host
+            .call("validate_settings", &serde_json::to_vec(settings)?)
+            .map_err(|e| anyhow!("validate_settings failed: {e}"))?;
+        Ok(serde_json::from_slice(&answer)?)
+    }
+
+    /// One evaluation as policy-server runs it: a fresh instance, `validate`,
+    /// and the mutated object diffed into a JSON Patch.
+    pub fn evaluate(
+        &self,
+        request: &Value,
+        settings: &Value,
+        capabilities: Arc<dyn Capabilities>,
+    ) -> Result<Evaluation> {
+        let host = self.instantiate(capabilities)?;
+        Self::evaluate_on(&host, request, settings)
+    }
+
+    /// The same on an existing instance (the benchmark's warm mode).
+    pub fn evaluate_on(host: &WapcHost, request: &Value, settings: &Value) -> Result<Evaluation> {
+        let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))?;
+        let answer = host
+            .call("validate", &payload)
+            .map_err(|e| anyhow!("validate failed: {e}"))?;
+        let response: RawResponse =
+            serde_json::from_slice(&answer).context("decoding the policy's response")?;
+        let patch = match (&response.mutated_object, request.get("object")) {
+            (Some(mutated), Some(original)) => {
+                let patch = json_patch::diff(original, mutated);
+                (!patch.0.is_empty())
+                    .then(|| serde_json::to_value(&patch))
+                    .transpose()?
+            }
+            (Some(_), None) => {
+                return Err(anyhow!("the policy mutated a request that has no object"));
+            }
+            (None, _) => None,
+        };
+        Ok(Evaluation {
+            accepted: response.accepted,
+            message: response.message,
+            code: response.code,
+            warnings: response.warnings.unwrap_or_default(),
+            patch,
+        })
+    }
+}
+
+/// Settings validation gets no host capabilities, as in policy-server.
+struct NoCapabilities;
+
+impl Capabilities for NoCapabilities {
+    fn answer(&self, call: &HostCall) -> Result<Vec<u8>, String> {
+        Err(format!(
+            "host call {} not available during settings validation",
+            call.operation
+        ))
+    }
+}

@@ -1,0 +1,149 @@
+//! End-to-end cases: the built policy.wasm in the wasm host, host calls
+//! answered from kwctl session files. The cases live in `e2e-tests/cases.json`
+//! so the bats suite runs the very same ones through kwctl.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use policy_host::{PolicyModule, SessionReplay};
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    name: String,
+    #[serde(default)]
+    about: String,
+    request: String,
+    settings: Value,
+    session: String,
+    expect: Expect,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Expect {
+    #[serde(default)]
+    settings_invalid: Option<String>,
+    #[serde(default)]
+    accepted: Option<bool>,
+    #[serde(default)]
+    patch: Option<Value>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    warnings: Vec<String>,
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn policy_path() -> PathBuf {
+    std::env::var_os("POLICY_WASM").map_or_else(|| repo_root().join("policy.wasm"), PathBuf::from)
+}
+
+fn run_case(module: &PolicyModule, case: &Case) -> Result<(), Failed> {
+    let root = repo_root();
+    let verdict = module
+        .validate_settings(&case.settings)
+        .map_err(|e| e.to_string())?;
+    if let Some(expected) = &case.expect.settings_invalid {
+        if verdict.valid {
+            return Err(format!("settings were accepted, expected refusal: {expected}").into());
+        }
+        if verdict.message.as_deref() != Some(expected.as_str()) {
+            return Err(format!(
+                "settings refused with {:?}\n             expected {expected:?}",
+                verdict.message
+            )
+            .into());
+        }
+        return Ok(());
+    }
+    if !verdict.valid {
+        return Err(format!("settings refused: {:?}", verdict.message).into());
+    }
+    let request: Value = serde_json::from_slice(
+        &std::fs::read(root.join(&case.request)).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let session = Arc::new(
+        SessionReplay::from_file(&root.join(&case.session)).map_err(|e| format!("{e:#}"))?,
+    );
+    let evaluation = module
+        .evaluate(&request, &case.settings, session.clone())
+        .map_err(|e| format!("{e:#}"))?;
+    let mut problems = Vec::new();
+    problems.extend(
+        session
+            .failures()
+            .into_iter()
+            .map(|f| format!("session replay: {f}")),
+    );
+    if session.unused() > 0 {
+        problems.push(format!(
+            "{} recorded exchange(s) were not used",
+            session.unused()
+        ));
+    }
+    let expect = &case.expect;
+    if Some(evaluation.accepted) != expect.accepted {
+        problems.push(format!(
+            "accepted: got {}, expected {:?}",
+            evaluation.accepted, expect.accepted
+        ));
+    }
+    if evaluation.patch != expect.patch {
+        problems.push(format!(
+            "patch:\n  got      {}\n  expected {}",
+            serde_json::to_string(&evaluation.patch).unwrap_or_default(),
+            serde_json::to_string(&expect.patch).unwrap_or_default()
+        ));
+    }
+    if evaluation.message != expect.message {
+        problems.push(format!(
+            "message:\n  got      {:?}\n  expected {:?}",
+            evaluation.message, expect.message
+        ));
+    }
+    if evaluation.warnings != expect.warnings {
+        problems.push(format!(
+            "warnings:\n  got      {:?}\n  expected {:?}",
+            evaluation.warnings, expect.warnings
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n").into())
+    }
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let manifest = repo_root().join("e2e-tests/cases.json");
+    let cases: Vec<Case> = serde_json::from_slice(
+        &std::fs::read(&manifest).expect("e2e-tests/cases.json is readable"),
+    )
+    .expect("e2e-tests/cases.json matches the case schema");
+    let module = match PolicyModule::load(&policy_path()) {
+        Ok(module) => Arc::new(module),
+        Err(e) => {
+            eprintln!("cannot load the policy: {e:#}");
+            std::process::exit(1);
+        }
+    };
+    let trials = cases
+        .into_iter()
+        .map(|case| {
+            let module = module.clone();
+            let name = case.name.clone();
+            let _ = &case.about;
+            Trial::test(name, move || run_case(&module, &case))
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
