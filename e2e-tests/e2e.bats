@@ -1,0 +1,112 @@
+#!/usr/bin/env bats
+# The e2e cases of e2e-tests/cases.json through real kwctl, the ecosystem's
+# usual e2e. The wasm host (cargo test -p policy-host) runs the same cases;
+# packaging.rs checks that every case there has a test here.
+#
+# Needs: kwctl, bats, jq, and annotated-policy.wasm (make annotated-policy.wasm).
+# kwctl exits 0 even when the policy rejects: every check reads the response.
+
+setup() {
+  cd "$BATS_TEST_DIRNAME/.."
+}
+
+run_case() {
+  local case settings request session expected
+  case=$(jq -c --arg n "$1" '.[] | select(.name == $n)' e2e-tests/cases.json)
+  [ -n "$case" ] || { echo "no case named $1 in e2e-tests/cases.json"; return 1; }
+  settings=$(jq -c .settings <<<"$case")
+  request=$(jq -r .request <<<"$case")
+  session=$(jq -r .session <<<"$case")
+
+  if jq -e '.expect.settings_invalid' <<<"$case" >/dev/null; then
+    run kwctl run --settings-json "$settings" --request-path "$request" annotated-policy.wasm
+    expected=$(jq -r .expect.settings_invalid <<<"$case")
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"$expected"* ]]
+    return
+  fi
+
+  run --separate-stderr kwctl run --allow-context-aware \
+    --replay-host-capabilities-interactions "$session" \
+    --request-path "$request" --settings-json "$settings" annotated-policy.wasm
+  [ "$status" -eq 0 ]
+  local response
+  response=$(tail -n 1 <<<"$output")
+  [ "$(jq .allowed <<<"$response")" = "$(jq .expect.accepted <<<"$case")" ]
+
+  local got_patch want_patch
+  got_patch=$(jq -r '.patch // empty' <<<"$response" | base64 -d | jq -cS . || true)
+  want_patch=$(jq -cS '.expect.patch // empty' <<<"$case")
+  [ "$got_patch" = "$want_patch" ]
+
+  [ "$(jq -c '.status.message // null' <<<"$response")" = "$(jq -c '.expect.message // null' <<<"$case")" ]
+  [ "$(jq -c '.warnings // []' <<<"$response")" = "$(jq -c '.expect.warnings // []' <<<"$case")" ]
+}
+
+@test "default_settings_binding: empty settings: zone and region labels become annotations on the Binding" {
+  run_case default_settings_binding
+}
+
+@test "globs_binding: globs over Node labels and annotations" {
+  run_case globs_binding
+}
+
+@test "rename_prefix_and_default_binding: rename an exact key, replace a glob's prefix, default for a missing key" {
+  run_case rename_prefix_and_default_binding
+}
+
+@test "labels_opt_in_binding: labels only when asked (they reach the Pod with PodTopologyLabelsAdmission)" {
+  run_case labels_opt_in_binding
+}
+
+@test "placed_pod_default_settings: a Pod created with spec.nodeName is mutated itself" {
+  run_case placed_pod_default_settings
+}
+
+@test "placed_pod_labels: labels on a placed Pod work on every Kubernetes version" {
+  run_case placed_pod_labels
+}
+
+@test "placed_pod_spoofed_keys_overwritten: keys the creator pre-set are overwritten with the Node's values" {
+  run_case placed_pod_spoofed_keys_overwritten
+}
+
+@test "placed_pod_spoofed_keys_rejected: onPresetKeys: Reject refuses Pods that lie about their Node" {
+  run_case placed_pod_spoofed_keys_rejected
+}
+
+@test "unplaced_pod_no_host_call: a Pod without spec.nodeName is accepted unchanged, the Node is not read" {
+  run_case unplaced_pod_no_host_call
+}
+
+@test "node_missing_ignore: failurePolicy Ignore (default): accepted unchanged with a warning" {
+  run_case node_missing_ignore
+}
+
+@test "node_missing_fail: failurePolicy Fail: rejected with the cause" {
+  run_case node_missing_fail
+}
+
+@test "node_access_not_granted_ignore: Node missing from contextAwareResources" {
+  run_case node_access_not_granted_ignore
+}
+
+@test "non_binding_request: other kinds pass unchanged without a host call" {
+  run_case non_binding_request
+}
+
+@test "invalid_settings_unknown_field: typos are refused at load time with the field path" {
+  run_case invalid_settings_unknown_field
+}
+
+@test "invalid_settings_glob: invalid globs are refused" {
+  run_case invalid_settings_glob
+}
+
+@test "invalid_settings_contradiction: renaming a glob's keys to one key is contradictory" {
+  run_case invalid_settings_contradiction
+}
+
+@test "invalid_settings_wrong_type: wrong types name the field" {
+  run_case invalid_settings_wrong_type
+}

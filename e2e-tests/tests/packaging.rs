@@ -1,0 +1,121 @@
+//! The packaging files agree with each other and with the policy: versions,
+//! the rules and context-aware resources a deployment needs, and example
+//! settings the real policy accepts.
+
+use std::path::{Path, PathBuf};
+
+use policy_host::PolicyModule;
+use serde_yaml::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn yaml(path: &str) -> Value {
+    serde_yaml::from_str(&std::fs::read_to_string(root().join(path)).unwrap()).unwrap()
+}
+
+fn yaml_docs(path: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(root().join(path)).unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+        .collect()
+}
+
+fn crate_version() -> String {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let line = manifest
+        .lines()
+        .find(|l| l.starts_with("version = "))
+        .unwrap();
+    line.trim_start_matches("version = ")
+        .trim_matches('"')
+        .to_string()
+}
+
+#[test]
+fn versions_agree() {
+    let version = crate_version();
+    let metadata = yaml("metadata.yml");
+    assert_eq!(
+        metadata["annotations"]["io.kubewarden.policy.version"].as_str(),
+        Some(version.as_str())
+    );
+    let artifacthub = yaml("artifacthub-pkg.yml");
+    assert_eq!(artifacthub["version"].as_str(), Some(version.as_str()));
+    let image = artifacthub["containersImages"][0]["image"]
+        .as_str()
+        .unwrap();
+    assert!(image.ends_with(&format!(":v{version}")), "{image}");
+    let policy = &yaml_docs("examples/cluster-admission-policy.yaml")[0];
+    let module = policy["spec"]["module"].as_str().unwrap();
+    assert!(module.ends_with(&format!(":v{version}")), "{module}");
+}
+
+#[test]
+fn metadata_declares_what_the_policy_needs() {
+    let metadata = yaml("metadata.yml");
+    let rule = &metadata["rules"][0];
+    let resources: Vec<&str> = rule["resources"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(resources, ["pods/binding", "pods"]);
+    assert_eq!(rule["operations"][0].as_str(), Some("CREATE"));
+    assert_eq!(metadata["mutating"].as_bool(), Some(true));
+    assert_eq!(metadata["backgroundAudit"].as_bool(), Some(false));
+    assert_eq!(metadata["executionMode"].as_str(), Some("kubewarden-wapc"));
+    assert_eq!(
+        metadata["contextAwareResources"][0]["kind"].as_str(),
+        Some("Node")
+    );
+    assert_eq!(
+        metadata["contextAwareResources"][0]["apiVersion"].as_str(),
+        Some("v1")
+    );
+}
+
+#[test]
+fn example_policy_is_deployable_and_its_settings_are_valid() {
+    let policy = &yaml_docs("examples/cluster-admission-policy.yaml")[0];
+    let spec = &policy["spec"];
+    assert_eq!(policy["kind"].as_str(), Some("ClusterAdmissionPolicy"));
+    assert_eq!(spec["mutating"].as_bool(), Some(true));
+    assert_eq!(
+        spec["contextAwareResources"][0]["kind"].as_str(),
+        Some("Node")
+    );
+    let excluded = spec["namespaceSelector"]["matchExpressions"][0]["values"]
+        .as_sequence()
+        .unwrap();
+    assert!(excluded.iter().any(|v| v.as_str() == Some("kubewarden")));
+    assert!(excluded.iter().any(|v| v.as_str() == Some("kube-system")));
+
+    let wasm =
+        std::env::var_os("POLICY_WASM").map_or_else(|| root().join("policy.wasm"), PathBuf::from);
+    let module = PolicyModule::load(&wasm).unwrap();
+    let settings: serde_json::Value = serde_json::to_value(&spec["settings"]).unwrap();
+    let verdict = module.validate_settings(&settings).unwrap();
+    assert!(verdict.valid, "{:?}", verdict.message);
+
+    let rbac = yaml_docs("examples/rbac.yaml");
+    assert_eq!(rbac[0]["rules"][0]["resources"][0].as_str(), Some("nodes"));
+    assert_eq!(rbac[1]["roleRef"]["name"], rbac[0]["metadata"]["name"]);
+}
+
+#[test]
+fn every_e2e_case_also_runs_through_kwctl() {
+    let cases: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root().join("e2e-tests/cases.json")).unwrap())
+            .unwrap();
+    let bats = std::fs::read_to_string(root().join("e2e-tests/e2e.bats")).unwrap();
+    for case in cases.as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        assert!(
+            bats.contains(&format!("  run_case {name}\n")),
+            "e2e.bats has no test for case {name}"
+        );
+    }
+}
