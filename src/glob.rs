@@ -28,20 +28,30 @@ impl KeyPattern {
         if pattern.is_empty() {
             return Err("must not be empty".to_string());
         }
-        if let Some(bad) = pattern.chars().find(|c| {
-            !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '*' | '?'))
-        }) {
-            return Err(format!(
-                "character {bad:?} is not allowed (keys use letters, digits, '-', '_', '.' and one '/'; globs add '*' and '?')"
-            ));
+        // One pass: the first bad character, the '/' count, the first wildcard.
+        let mut slashes = 0usize;
+        let mut literal_len = None;
+        for (at, c) in pattern.char_indices() {
+            match c {
+                '/' => slashes += 1,
+                '*' | '?' => {
+                    literal_len.get_or_insert(at);
+                }
+                c if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') => {}
+                bad => {
+                    return Err(format!(
+                        "character {bad:?} is not allowed (keys use letters, digits, '-', '_', '.' and one '/'; globs add '*' and '?')"
+                    ));
+                }
+            }
         }
-        if pattern.matches('/').count() > 1 {
+        if slashes > 1 {
             return Err("has more than one '/' (a key is [prefix/]name)".to_string());
         }
         if pattern.ends_with('/') {
             return Err("ends with '/': the name part after the prefix is missing".to_string());
         }
-        let literal_len = pattern.find(['*', '?']).unwrap_or(pattern.len());
+        let literal_len = literal_len.unwrap_or(pattern.len());
         let shape = if literal_len == pattern.len() {
             Shape::Exact
         } else if pattern.get(literal_len..) == Some("*") {

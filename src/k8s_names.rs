@@ -13,6 +13,11 @@ const PREFIX_MAX: usize = 253;
 /// subdomain, the name at most 63 characters of `[A-Za-z0-9_.-]` starting and
 /// ending alphanumeric.
 pub fn check_qualified_name(key: &str) -> Result<(), String> {
+    // Every produced key passes through here: answer the common case with
+    // one byte loop, and spell out the reason only for a key that fails.
+    if is_qualified_name(key.as_bytes()) {
+        return Ok(());
+    }
     let (prefix, name) = match key.split_once('/') {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, key),
@@ -21,6 +26,34 @@ pub fn check_qualified_name(key: &str) -> Result<(), String> {
         check_dns_subdomain(prefix).map_err(|why| format!("prefix {prefix:?} {why}"))?;
     }
     check_name_part(name).map_err(|why| format!("name part {name:?} {why}"))
+}
+
+fn is_qualified_name(key: &[u8]) -> bool {
+    match key.iter().position(|b| *b == b'/') {
+        Some(slash) => {
+            let (prefix, name) = key.split_at(slash);
+            is_dns_subdomain(prefix) && name.get(1..).is_some_and(is_name_part)
+        }
+        None => is_name_part(key),
+    }
+}
+
+fn is_name_part(name: &[u8]) -> bool {
+    let edges_ok = matches!((name.first(), name.last()), (Some(a), Some(z)) if a.is_ascii_alphanumeric() && z.is_ascii_alphanumeric());
+    edges_ok
+        && name.len() <= NAME_MAX
+        && name
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+fn is_dns_subdomain(prefix: &[u8]) -> bool {
+    !prefix.is_empty()
+        && prefix.len() <= PREFIX_MAX
+        && prefix.split(|b| *b == b'.').all(|part| {
+            matches!((part.first(), part.last()), (Some(a), Some(z)) if a.is_ascii_alphanumeric() && z.is_ascii_alphanumeric())
+                && part.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        })
 }
 
 fn check_name_part(name: &str) -> Result<(), String> {
@@ -65,7 +98,7 @@ fn check_dns_subdomain(prefix: &str) -> Result<(), String> {
 /// Checks a label value: empty, or at most 63 characters of `[A-Za-z0-9_.-]`
 /// starting and ending alphanumeric.
 pub fn check_label_value(value: &str) -> Result<(), String> {
-    if value.is_empty() {
+    if value.is_empty() || is_name_part(value.as_bytes()) {
         return Ok(());
     }
     check_name_part(value)
@@ -129,6 +162,40 @@ mod tests {
         assert!(check_label_value("us-east-2a").is_ok());
         assert!(check_label_value("has space").is_err());
         assert!(check_label_value(&"v".repeat(64)).is_err());
+    }
+
+    #[test]
+    fn fast_path_agrees_with_the_detailed_checks() {
+        let samples = [
+            "a",
+            "a/b",
+            "A/b",
+            "a.b-c/d_e.F",
+            "-a",
+            "a-",
+            "a/",
+            "/a",
+            "a//b",
+            "a..b/c",
+            "a.-b/c",
+            "Ab_c.D",
+            "ä",
+            "a/ä",
+            "a b",
+            "",
+            &"x".repeat(63),
+            &"x".repeat(64),
+            &format!("{}/x", "p".repeat(254)),
+        ];
+        for key in samples {
+            let (prefix, name) = match key.split_once('/') {
+                Some((p, n)) => (Some(p), n),
+                None => (None, key),
+            };
+            let detailed = prefix.is_none_or(|p| check_dns_subdomain(p).is_ok())
+                && check_name_part(name).is_ok();
+            assert_eq!(is_qualified_name(key.as_bytes()), detailed, "{key:?}");
+        }
     }
 
     #[test]

@@ -117,7 +117,12 @@ pub fn evaluate(payload: &[u8], lookup: &dyn NodeLookup) -> ValidationResponse {
         labels: plan.reads(settings::Source::Label),
         annotations: plan.reads(settings::Source::Annotation),
     };
-    let metadata = match lookup.node_metadata(&node, fields) {
+    let answer = lookup.fetch_node(&node, fields);
+    let metadata = match answer
+        .as_deref()
+        .map_err(String::clone)
+        .and_then(node_lookup::parse_node)
+    {
         Ok(metadata) => metadata,
         Err(cause) => {
             let message = format!("cannot read Node {node:?}: {cause}");

@@ -42,7 +42,7 @@ pub fn select<'p>(plan: &'p CopyPlan, node_name: &str, node: &NodeMetadata) -> S
             found.extend(
                 source
                     .iter()
-                    .filter(|(key, _)| rule.selector.matches(key))
+                    .filter(|(key, _)| rule.selector.matches(key.as_str()))
                     .map(|(k, v)| (k.as_str(), v.as_str())),
             );
         }
@@ -293,19 +293,20 @@ fn remove_keys(metadata: &mut Map<String, Value>, name: &str, keys: &[String]) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node_lookup::Text;
     use crate::settings::load;
     use serde_json::json;
 
-    fn node(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> NodeMetadata {
+    fn node(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> NodeMetadata<'static> {
+        let texts = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (Text::from(*k), Text::from(*v)))
+                .collect()
+        };
         NodeMetadata {
-            labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            annotations: annotations
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            labels: texts(labels),
+            annotations: texts(annotations),
         }
     }
 

@@ -2,18 +2,44 @@
 //! capabilities. Everything else takes a `&dyn NodeLookup`, so it runs natively
 //! in tests with a fake.
 
+use std::borrow::{Borrow, Cow};
 use std::collections::{BTreeMap, BTreeSet};
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
 use serde::Deserialize;
 
-/// The part of a Node this policy reads.
+/// The part of a Node this policy reads, borrowed from the host's answer
+/// where it can be: a Node may carry thousands of labels, and copying each
+/// one is most of the cost of reading it.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
-pub struct NodeMetadata {
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
-    #[serde(default)]
-    pub annotations: BTreeMap<String, String>,
+pub struct NodeMetadata<'a> {
+    #[serde(default, borrow)]
+    pub labels: BTreeMap<Text<'a>, Text<'a>>,
+    #[serde(default, borrow)]
+    pub annotations: BTreeMap<Text<'a>, Text<'a>>,
+}
+
+/// A string from the host's answer: borrowed unless it had JSON escapes.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(transparent)]
+pub struct Text<'a>(#[serde(borrow)] pub Cow<'a, str>);
+
+impl Text<'_> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Text<'_> {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for Text<'static> {
+    fn from(value: &str) -> Self {
+        Text(Cow::Owned(value.to_string()))
+    }
 }
 
 /// Which parts of the Node's metadata an evaluation needs: the field masks
@@ -25,21 +51,22 @@ pub struct NodeFields {
 }
 
 pub trait NodeLookup {
-    /// Reads a Node's metadata. The error is the cause, in words for a user.
-    fn node_metadata(&self, name: &str, fields: NodeFields) -> Result<NodeMetadata, String>;
+    /// Fetches a Node as JSON (parse it with [`parse_node`]). The error is the
+    /// cause, in words for a user.
+    fn fetch_node(&self, name: &str, fields: NodeFields) -> Result<Vec<u8>, String>;
 }
 
 /// Reads Nodes through policy-server's `kubernetes/get_resource` capability.
 pub struct HostNodeLookup;
 
 #[derive(Deserialize)]
-struct NodeDocument {
-    #[serde(default)]
-    metadata: NodeMetadata,
+struct NodeDocument<'a> {
+    #[serde(default, borrow)]
+    metadata: NodeMetadata<'a>,
 }
 
 impl NodeLookup for HostNodeLookup {
-    fn node_metadata(&self, name: &str, fields: NodeFields) -> Result<NodeMetadata, String> {
+    fn fetch_node(&self, name: &str, fields: NodeFields) -> Result<Vec<u8>, String> {
         let mut masks = BTreeSet::new();
         if fields.labels {
             masks.insert("metadata.labels".to_string());
@@ -57,9 +84,8 @@ impl NodeLookup for HostNodeLookup {
         };
         let payload = serde_json::to_vec(&request)
             .map_err(|e| format!("cannot encode the host request: {e}"))?;
-        let answer = wapc_guest::host_call("kubewarden", "kubernetes", "get_resource", &payload)
-            .map_err(|e| host_error_cause(&e.to_string()))?;
-        parse_node(&answer)
+        wapc_guest::host_call("kubewarden", "kubernetes", "get_resource", &payload)
+            .map_err(|e| host_error_cause(&e.to_string()))
     }
 }
 
@@ -79,7 +105,7 @@ pub fn host_error_cause(error: &str) -> String {
 
 /// Parses the host's answer. Only `metadata.labels` and `.annotations` are read;
 /// anything else the host sends is skipped without being materialised.
-pub fn parse_node(answer: &[u8]) -> Result<NodeMetadata, String> {
+pub fn parse_node(answer: &[u8]) -> Result<NodeMetadata<'_>, String> {
     serde_json::from_slice::<NodeDocument>(answer)
         .map(|doc| doc.metadata)
         .map_err(|e| {
@@ -97,7 +123,8 @@ mod tests {
             br#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"a":"1"}},"status":{"x":[1,2]}}"#,
         )
         .unwrap();
-        assert_eq!(node.labels.get("a").map(String::as_str), Some("1"));
+        assert_eq!(node.labels.get("a").map(Text::as_str), Some("1"));
+        assert!(matches!(node.labels.get("a"), Some(Text(Cow::Borrowed(_)))));
         assert!(node.annotations.is_empty());
     }
 

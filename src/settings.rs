@@ -178,11 +178,27 @@ impl Naming {
     }
 }
 
+/// Where a rule came from: `settings.copy[i]`, or the built-in default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Copy(usize),
+    Default,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Copy(i) => write!(f, "copy[{i}]"),
+            Origin::Default => f.write_str("default"),
+        }
+    }
+}
+
 /// A validated entry.
 #[derive(Debug, Clone)]
 pub struct CopyRule {
-    /// `copy[i]`, or `default` for the built-in entries: used in messages.
-    pub field: String,
+    /// Where the rule came from, for messages.
+    pub origin: Origin,
     pub source: Source,
     pub selector: KeyPattern,
     pub destination: Destination,
@@ -238,6 +254,11 @@ pub fn parse(raw: &[u8]) -> Result<Settings, String> {
     if raw.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err("settings: must be a JSON object of setting names and values".to_string());
     }
+    // Hot path (every evaluation re-reads the settings): plain serde. Only a
+    // failure pays for a second, path-tracking pass to name the field.
+    if let Ok(settings) = serde_json::from_slice::<Settings>(raw) {
+        return Ok(settings);
+    }
     let mut de = serde_json::Deserializer::from_slice(raw);
     let settings: Settings = serde_path_to_error::deserialize(&mut de).map_err(|err| {
         let path = err.path().to_string();
@@ -279,7 +300,7 @@ impl Settings {
             Some(entries) => entries
                 .into_iter()
                 .enumerate()
-                .map(|(i, entry)| entry.compile(format!("copy[{i}]")))
+                .map(|(i, entry)| entry.compile(Origin::Copy(i)))
                 .collect::<Result<Vec<_>, _>>()?,
         };
         check_conflicts(&rules)?;
@@ -296,11 +317,11 @@ fn default_rule(key: &str) -> Result<CopyRule, String> {
         label: Some(key.to_string()),
         ..CopyEntry::default()
     }
-    .compile("default".to_string())
+    .compile(Origin::Default)
 }
 
 impl CopyEntry {
-    fn compile(self, field: String) -> Result<CopyRule, String> {
+    fn compile(self, field: Origin) -> Result<CopyRule, String> {
         let err = |what: &str, why: String| format!("settings.{field}.{what}: {why}");
         let (source, key, key_field) = match (self.label, self.annotation) {
             (Some(key), None) => (Source::Label, key, "label"),
@@ -370,13 +391,19 @@ impl CopyEntry {
         // The pattern of produced keys must itself be a possible key: catch
         // prefixes that would make every produced key invalid now, not per Pod.
         let target_text = naming.apply(selector.as_str());
-        let target = KeyPattern::parse(&target_text).map_err(|why| {
-            err(
-                naming_field(&naming),
-                format!("produces keys like {target_text:?}, which {why}"),
-            )
-        })?;
-        if target.is_exact() {
+        let target = if naming == Naming::Same {
+            selector.clone()
+        } else {
+            KeyPattern::parse(&target_text).map_err(|why| {
+                err(
+                    naming_field(&naming),
+                    format!("produces keys like {target_text:?}, which {why}"),
+                )
+            })?
+        };
+        if naming == Naming::Same {
+            // Checked above as the Node key.
+        } else if target.is_exact() {
             check_qualified_name(&target_text).map_err(|why| {
                 err(
                     naming_field(&naming),
@@ -410,7 +437,7 @@ impl CopyEntry {
         }
 
         Ok(CopyRule {
-            field,
+            origin: field,
             source,
             selector,
             destination: self.to,
@@ -446,10 +473,10 @@ fn check_conflicts(rules: &[CopyRule]) -> Result<(), String> {
             if let Some(earlier) = seen.insert((is_label, rule.target.as_str()), rule) {
                 return Err(format!(
                     "settings.{}: writes Pod {} {:?}, which settings.{} already writes; each Pod key can come from one entry",
-                    rule.field,
+                    rule.origin,
                     if is_label { "label" } else { "annotation" },
                     rule.target.as_str(),
-                    earlier.field
+                    earlier.origin
                 ));
             }
         }

@@ -5,19 +5,20 @@ use std::cell::RefCell;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::node_lookup::{NodeMetadata, parse_node};
+use crate::node_lookup::parse_node;
 
 /// A `NodeLookup` answering from a fixed result and recording every call.
 struct FakeLookup {
-    answer: Result<NodeMetadata, String>,
+    answer: Result<Vec<u8>, String>,
     calls: RefCell<Vec<(String, NodeFields)>>,
 }
 
 impl FakeLookup {
     fn node_1() -> FakeLookup {
         let node = std::fs::read("test_data/node-1.json").unwrap();
+        assert!(parse_node(&node).is_ok());
         FakeLookup {
-            answer: Ok(parse_node(&node).unwrap()),
+            answer: Ok(node),
             calls: RefCell::default(),
         }
     }
@@ -30,7 +31,7 @@ impl FakeLookup {
 }
 
 impl NodeLookup for FakeLookup {
-    fn node_metadata(&self, name: &str, fields: NodeFields) -> Result<NodeMetadata, String> {
+    fn fetch_node(&self, name: &str, fields: NodeFields) -> Result<Vec<u8>, String> {
         self.calls.borrow_mut().push((name.to_string(), fields));
         self.answer.clone()
     }

@@ -9,5 +9,5 @@ pub mod policy;
 pub mod session;
 
 pub use capabilities::{Capabilities, HostCall, InMemoryCluster};
-pub use policy::{Evaluation, PolicyModule, SettingsVerdict};
+pub use policy::{Evaluation, PolicyModule, SettingsVerdict, validate_payload};
 pub use session::SessionReplay;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use wapc::WapcHost;
 use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
-use crate::capabilities::{Capabilities, HostCall};
+use crate::capabilities::Capabilities;
 
 /// A compiled policy, instantiated afresh for every evaluation.
 pub struct PolicyModule {
@@ -78,14 +78,8 @@ impl PolicyModule {
             .map_err(|e| anyhow!("instantiating: {e}"))?;
         let callback =
             move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
-                let call = HostCall {
-                    binding: binding.to_string(),
-                    namespace: namespace.to_string(),
-                    operation: operation.to_string(),
-                    payload: serde_json::from_slice(payload).unwrap_or(Value::Null),
-                };
                 capabilities
-                    .answer(&call)
+                    .answer(binding, namespace, operation, payload)
                     // policy-server wraps every capability error this way.
                     .map_err(|message| -> Box<dyn std::error::Error + Send + Sync> {
                         format!("Callback evaluation failure: {message}").into()
@@ -117,9 +111,18 @@ impl PolicyModule {
 
     /// The same on an existing instance (the benchmark's warm mode).
     pub fn evaluate_on(host: &WapcHost, request: &Value, settings: &Value) -> Result<Evaluation> {
-        let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))?;
+        Self::evaluate_payload(host, &validate_payload(request, settings)?, request)
+    }
+
+    /// `validate` with a payload encoded beforehand ([`validate_payload`]), so
+    /// a benchmark times the policy rather than the host's encoding.
+    pub fn evaluate_payload(
+        host: &WapcHost,
+        payload: &[u8],
+        request: &Value,
+    ) -> Result<Evaluation> {
         let answer = host
-            .call("validate", &payload)
+            .call("validate", payload)
             .map_err(|e| anyhow!("validate failed: {e}"))?;
         let response: RawResponse =
             serde_json::from_slice(&answer).context("decoding the policy's response")?;
@@ -145,14 +148,26 @@ impl PolicyModule {
     }
 }
 
+/// What policy-server sends to `validate`.
+pub fn validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
+    Ok(serde_json::to_vec(
+        &json!({"request": request, "settings": settings}),
+    )?)
+}
+
 /// Settings validation gets no host capabilities, as in policy-server.
 struct NoCapabilities;
 
 impl Capabilities for NoCapabilities {
-    fn answer(&self, call: &HostCall) -> Result<Vec<u8>, String> {
+    fn answer(
+        &self,
+        _binding: &str,
+        _namespace: &str,
+        operation: &str,
+        _payload: &[u8],
+    ) -> Result<Vec<u8>, String> {
         Err(format!(
-            "host call {} not available during settings validation",
-            call.operation
+            "host call {operation} not available during settings validation"
         ))
     }
 }

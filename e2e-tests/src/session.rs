@@ -124,7 +124,14 @@ fn tag_for(call: &HostCall) -> Option<&'static str> {
 }
 
 impl Capabilities for SessionReplay {
-    fn answer(&self, call: &HostCall) -> Result<Vec<u8>, String> {
+    fn answer(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, String> {
+        let call = &HostCall::new(binding, namespace, operation, payload);
         let mut state = self.state.lock().map_err(|e| e.to_string())?;
         state.calls.push(call.clone());
         let outcome = (|| {
