@@ -52,18 +52,33 @@ impl KeyPattern {
             return Err("ends with '/': the name part after the prefix is missing".to_string());
         }
         let literal_len = literal_len.unwrap_or(pattern.len());
-        let shape = if literal_len == pattern.len() {
-            Shape::Exact
-        } else if pattern.get(literal_len..) == Some("*") {
-            Shape::Prefix
-        } else {
-            Shape::General(pattern.chars().collect())
-        };
+        let shape = Self::shape_of(pattern, literal_len);
         Ok(KeyPattern {
             pattern: pattern.to_string(),
             literal_len,
             shape,
         })
+    }
+
+    /// The same shape as [`KeyPattern::parse`] without checking characters:
+    /// for patterns already validated when the settings were loaded.
+    pub fn shape_only(pattern: &str) -> KeyPattern {
+        let literal_len = pattern.find(['*', '?']).unwrap_or(pattern.len());
+        KeyPattern {
+            pattern: pattern.to_string(),
+            literal_len,
+            shape: Self::shape_of(pattern, literal_len),
+        }
+    }
+
+    fn shape_of(pattern: &str, literal_len: usize) -> Shape {
+        if literal_len == pattern.len() {
+            Shape::Exact
+        } else if pattern.get(literal_len..) == Some("*") {
+            Shape::Prefix
+        } else {
+            Shape::General(pattern.chars().collect())
+        }
     }
 
     pub fn as_str(&self) -> &str {
@@ -170,6 +185,17 @@ mod tests {
         assert!(m("*", ""));
         assert!(m("a*b*c", "aXXbYYc"));
         assert!(!m("a*b*c", "aXXbYY"));
+    }
+
+    #[test]
+    fn shape_only_agrees_with_parse_on_valid_patterns() {
+        for p in ["a/b", "a/*", "*zone*", "rack?", "*", "a.b/c*d"] {
+            assert_eq!(
+                KeyPattern::shape_only(p),
+                KeyPattern::parse(p).unwrap(),
+                "{p}"
+            );
+        }
     }
 
     #[test]

@@ -101,7 +101,7 @@ pub fn evaluate(payload: &[u8], lookup: &dyn NodeLookup) -> ValidationResponse {
         Subject::PlacedPod { node, object } => (node, object, ObjectKind::PlacedPod),
     };
     let raw_settings = payload.settings.map_or("{}", RawValue::get);
-    let plan = match settings::load(raw_settings.as_bytes()) {
+    let plan = match settings::load_for_request(raw_settings.as_bytes()) {
         Ok(plan) => plan,
         Err(e) => {
             return accept(

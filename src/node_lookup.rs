@@ -2,11 +2,13 @@
 //! capabilities. Everything else takes a `&dyn NodeLookup`, so it runs natively
 //! in tests with a fake.
 
-use std::borrow::{Borrow, Cow};
-use std::collections::{BTreeMap, BTreeSet};
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::fmt;
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
 use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
 
 /// The part of a Node this policy reads, borrowed from the host's answer
 /// where it can be: a Node may carry thousands of labels, and copying each
@@ -14,9 +16,75 @@ use serde::Deserialize;
 #[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
 pub struct NodeMetadata<'a> {
     #[serde(default, borrow)]
-    pub labels: BTreeMap<Text<'a>, Text<'a>>,
+    pub labels: KeyValues<'a>,
     #[serde(default, borrow)]
-    pub annotations: BTreeMap<Text<'a>, Text<'a>>,
+    pub annotations: KeyValues<'a>,
+}
+
+/// A string map kept as a sorted list of pairs: decoding a Node's labels
+/// into a tree costs far more than the lookups it would speed up.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct KeyValues<'a>(Vec<(Text<'a>, Text<'a>)>);
+
+impl<'a> KeyValues<'a> {
+    pub fn get(&self, key: &str) -> Option<&Text<'a>> {
+        self.0
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .ok()
+            .and_then(|at| self.0.get(at))
+            .map(|(_, v)| v)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Text<'a>, &Text<'a>)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl<'a> FromIterator<(Text<'a>, Text<'a>)> for KeyValues<'a> {
+    fn from_iter<I: IntoIterator<Item = (Text<'a>, Text<'a>)>>(iter: I) -> Self {
+        let mut pairs: Vec<_> = iter.into_iter().collect();
+        sort_and_dedup(&mut pairs);
+        KeyValues(pairs)
+    }
+}
+
+/// Sorted by key for binary search; a key given twice keeps its last value,
+/// as a JSON decoder into a map would.
+fn sort_and_dedup(pairs: &mut Vec<(Text<'_>, Text<'_>)>) {
+    // The API server sends map keys sorted already: check before sorting.
+    if !pairs.is_sorted_by(|a, b| a.0 < b.0) {
+        pairs.reverse();
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        pairs.dedup_by(|later, earlier| later.0 == earlier.0);
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for KeyValues<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct PairsVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for PairsVisitor<'a> {
+            type Value = KeyValues<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map of strings to strings")
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(KeyValues::default())
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(0).min(4096));
+                while let Some(pair) = map.next_entry::<Text<'a>, Text<'a>>()? {
+                    pairs.push(pair);
+                }
+                sort_and_dedup(&mut pairs);
+                Ok(KeyValues(pairs))
+            }
+        }
+        deserializer.deserialize_any(PairsVisitor(std::marker::PhantomData))
+    }
 }
 
 /// A string from the host's answer: borrowed unless it had JSON escapes.
@@ -26,12 +94,6 @@ pub struct Text<'a>(#[serde(borrow)] pub Cow<'a, str>);
 
 impl Text<'_> {
     pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Borrow<str> for Text<'_> {
-    fn borrow(&self) -> &str {
         &self.0
     }
 }
@@ -138,6 +200,18 @@ mod tests {
         );
         assert_eq!(host_error_cause("Host error: boom"), "boom");
         assert_eq!(host_error_cause(""), "the host returned an empty error");
+    }
+
+    #[test]
+    fn unsorted_and_repeated_keys_behave_like_a_map() {
+        let node =
+            parse_node(br#"{"metadata":{"labels":{"b":"1","a":"2","b":"3"},"annotations":null}}"#)
+                .unwrap();
+        assert_eq!(node.labels.get("a").map(Text::as_str), Some("2"));
+        assert_eq!(node.labels.get("b").map(Text::as_str), Some("3"));
+        assert_eq!(node.labels.get("c"), None);
+        assert_eq!(node.labels.iter().count(), 2);
+        assert_eq!(node.annotations.iter().count(), 0);
     }
 
     #[test]

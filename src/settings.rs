@@ -195,7 +195,7 @@ impl std::fmt::Display for Origin {
 }
 
 /// A validated entry.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CopyRule {
     /// Where the rule came from, for messages.
     pub origin: Origin,
@@ -284,26 +284,46 @@ fn without_position(err: &serde_json::Error) -> String {
     }
 }
 
-/// Parses and validates in one step: what both `validate_settings` and
-/// `validate` use, so the two can never disagree.
+/// How much checking [`Settings::compile`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checks {
+    /// Everything: what `validate_settings` runs when policy-server loads the
+    /// policy.
+    Full,
+    /// The structure only, for `validate` on every request. policy-server
+    /// refuses to run a policy whose settings failed `validate_settings`, so
+    /// the character-level key checks and conflict search would only repeat
+    /// themselves on every scheduled Pod; every key and value produced is
+    /// still checked before it is written.
+    Structural,
+}
+
+/// Parses and fully validates: `validate_settings`.
 pub fn load(raw: &[u8]) -> Result<CopyPlan, String> {
-    parse(raw)?.compile()
+    parse(raw)?.compile(Checks::Full)
+}
+
+/// Parses for an evaluation: `validate`.
+pub fn load_for_request(raw: &[u8]) -> Result<CopyPlan, String> {
+    parse(raw)?.compile(Checks::Structural)
 }
 
 impl Settings {
-    pub fn compile(self) -> Result<CopyPlan, String> {
+    pub fn compile(self, checks: Checks) -> Result<CopyPlan, String> {
         let rules = match self.copy {
             None => DEFAULT_LABELS
                 .iter()
-                .map(|key| default_rule(key))
+                .map(|key| default_rule(key, checks))
                 .collect::<Result<Vec<_>, _>>()?,
             Some(entries) => entries
                 .into_iter()
                 .enumerate()
-                .map(|(i, entry)| entry.compile(Origin::Copy(i)))
+                .map(|(i, entry)| entry.compile(Origin::Copy(i), checks))
                 .collect::<Result<Vec<_>, _>>()?,
         };
-        check_conflicts(&rules)?;
+        if checks == Checks::Full {
+            check_conflicts(&rules)?;
+        }
         Ok(CopyPlan {
             rules,
             failure_policy: self.failure_policy,
@@ -312,17 +332,32 @@ impl Settings {
     }
 }
 
-fn default_rule(key: &str) -> Result<CopyRule, String> {
+fn default_rule(key: &str, checks: Checks) -> Result<CopyRule, String> {
     CopyEntry {
         label: Some(key.to_string()),
         ..CopyEntry::default()
     }
-    .compile(Origin::Default)
+    .compile(Origin::Default, checks)
 }
 
 impl CopyEntry {
-    fn compile(self, field: Origin) -> Result<CopyRule, String> {
+    fn compile(self, field: Origin, checks: Checks) -> Result<CopyRule, String> {
         let err = |what: &str, why: String| format!("settings.{field}.{what}: {why}");
+        let full = checks == Checks::Full;
+        let pattern = |text: &str| {
+            if full {
+                KeyPattern::parse(text)
+            } else {
+                Ok(KeyPattern::shape_only(text))
+            }
+        };
+        let check_key = |text: &str| {
+            if full {
+                check_qualified_name(text)
+            } else {
+                Ok(())
+            }
+        };
         let (source, key, key_field) = match (self.label, self.annotation) {
             (Some(key), None) => (Source::Label, key, "label"),
             (None, Some(key)) => (Source::Annotation, key, "annotation"),
@@ -337,10 +372,9 @@ impl CopyEntry {
                 ));
             }
         };
-        let selector =
-            KeyPattern::parse(&key).map_err(|why| err(key_field, format!("{key:?} {why}")))?;
+        let selector = pattern(&key).map_err(|why| err(key_field, format!("{key:?} {why}")))?;
         if selector.is_exact() {
-            check_qualified_name(&key)
+            check_key(&key)
                 .map_err(|why| err(key_field, format!("{key:?} is not a valid key: {why}")))?;
         }
 
@@ -355,7 +389,7 @@ impl CopyEntry {
                         ),
                     ));
                 }
-                check_qualified_name(&new_key).map_err(|why| {
+                check_key(&new_key).map_err(|why| {
                     err("rename", format!("{new_key:?} is not a valid key: {why}"))
                 })?;
                 Naming::Rename(new_key)
@@ -394,15 +428,15 @@ impl CopyEntry {
         let target = if naming == Naming::Same {
             selector.clone()
         } else {
-            KeyPattern::parse(&target_text).map_err(|why| {
+            pattern(&target_text).map_err(|why| {
                 err(
                     naming_field(&naming),
                     format!("produces keys like {target_text:?}, which {why}"),
                 )
             })?
         };
-        if naming == Naming::Same {
-            // Checked above as the Node key.
+        if naming == Naming::Same || !full {
+            // Checked above as the Node key, or not checked here at all.
         } else if target.is_exact() {
             check_qualified_name(&target_text).map_err(|why| {
                 err(
@@ -426,7 +460,7 @@ impl CopyEntry {
                     format!("a default needs one exact key, but {key:?} is a glob"),
                 ));
             }
-            if self.to.labels() {
+            if full && self.to.labels() {
                 check_label_value(default).map_err(|why| {
                     err(
                         "default",
@@ -507,6 +541,24 @@ mod tests {
             );
             assert_eq!(plan.failure_policy, FailurePolicy::Ignore);
         }
+    }
+
+    #[test]
+    fn request_time_loading_builds_the_same_plan() {
+        let raw = br#"{"copy":[
+            {"label":"node.kubernetes.io/instance-type","rename":"example.com/instance-type","default":"unknown","to":"both"},
+            {"annotation":"rack.example.com/*","replacePrefix":{"from":"rack.example.com/","to":"node.example.com/"}},
+            {"label":"zone*","addPrefix":"node-"},{"label":"a?b"}]}"#;
+        assert_eq!(
+            load(raw).unwrap().rules,
+            load_for_request(raw).unwrap().rules
+        );
+        assert_eq!(
+            load(b"{}").unwrap().rules,
+            load_for_request(b"{}").unwrap().rules
+        );
+        // Structure is still checked on every request.
+        assert!(load_for_request(br#"{"copy":[{"label":"a/*","rename":"b"}]}"#).is_err());
     }
 
     #[test]
