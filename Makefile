@@ -7,7 +7,7 @@ BASELINE_BUILD := target/$(WASM_TARGET)/release/baseline_policy.wasm
 SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
-.PHONY: all demo test fmt-check lint unit-tests e2e-tests bats bench clean wasm-target
+.PHONY: all demo test fmt-check lint unit-tests e2e-tests bats bench fuzz clean wasm-target
 
 all: policy.wasm
 
@@ -44,6 +44,12 @@ unit-tests:
 e2e-tests: policy.wasm
 	POLICY_WASM=$(CURDIR)/policy.wasm $(CARGO) test --locked -p policy-host --profile host
 	./e2e-tests/run-bats.sh
+
+# A fuzzing campaign (needs `cargo install cargo-fuzz`). FUZZ_RUNS inputs.
+FUZZ_RUNS ?= 1000000
+fuzz:
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -s none evaluate -- \
+		-runs=$(FUZZ_RUNS) -max_len=16384 -print_final_stats=1
 
 bench: policy.wasm baseline.wasm
 	$(HOST) bench -- policy.wasm baseline.wasm

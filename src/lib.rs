@@ -30,6 +30,9 @@ pub mod mutation;
 pub mod node_lookup;
 pub mod settings;
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
+
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use serde_json::value::RawValue;
@@ -182,5 +185,7 @@ fn cap_warnings(warnings: Vec<String>) -> Option<Vec<String>> {
     Some(capped)
 }
 
+#[cfg(test)]
+mod bad_inputs;
 #[cfg(test)]
 mod tests;

@@ -21,8 +21,14 @@ pub struct Selection<'p> {
     pub warnings: Vec<String>,
 }
 
+/// At most this many keys are written in one evaluation (labels and
+/// annotations together): a glob over a Node with thousands of labels cannot
+/// produce an object of unbounded size.
+pub const MAX_KEYS_WRITTEN: usize = 1000;
+
 pub fn select<'p>(plan: &'p CopyPlan, node_name: &str, node: &NodeMetadata) -> Selection<'p> {
     let mut selection = Selection::default();
+    let mut skipped = 0usize;
     for rule in &plan.rules {
         let source = match rule.source {
             Source::Label => &node.labels,
@@ -47,6 +53,15 @@ pub fn select<'p>(plan: &'p CopyPlan, node_name: &str, node: &NodeMetadata) -> S
             );
         }
         for (node_key, value) in found {
+            if selection
+                .annotations
+                .len()
+                .saturating_add(selection.labels.len())
+                >= MAX_KEYS_WRITTEN
+            {
+                skipped = skipped.saturating_add(1);
+                continue;
+            }
             let pod_key = rule.naming.apply(node_key);
             if let Err(why) = check_qualified_name(&pod_key) {
                 selection.warnings.push(format!(
@@ -78,6 +93,14 @@ pub fn select<'p>(plan: &'p CopyPlan, node_name: &str, node: &NodeMetadata) -> S
                 }
             }
         }
+    }
+    if skipped > 0 {
+        selection.warnings.insert(
+            0,
+            format!(
+            "{skipped} Node keys not copied from Node {node_name:?}: at most {MAX_KEYS_WRITTEN} keys are written per Pod"
+        ),
+        );
     }
     selection
 }

@@ -24,7 +24,13 @@ pub struct Settings {
     /// this policy manages, with a value the Node does not back.
     #[serde(default)]
     pub on_preset_keys: PresetKeys,
+    /// Kyverno's `spec.rules`: recognised so the refusal can say what it is.
+    #[serde(default)]
+    pub rules: Option<serde::de::IgnoredAny>,
 }
+
+/// At most this many `copy` entries: one evaluation's work stays bounded.
+pub const MAX_COPY_ENTRIES: usize = 500;
 
 /// One short-form entry: copy a Node label or annotation (an exact key or a
 /// glob) onto the Pod.
@@ -310,6 +316,19 @@ pub fn load_for_request(raw: &[u8]) -> Result<CopyPlan, String> {
 
 impl Settings {
     pub fn compile(self, checks: Checks) -> Result<CopyPlan, String> {
+        if self.rules.is_some() {
+            return Err("settings.rules: Kyverno-style rules are not supported by this release of the policy; \
+                 use `copy` entries (see the README's settings reference)"
+                .to_string());
+        }
+        if let Some(entries) = &self.copy
+            && entries.len() > MAX_COPY_ENTRIES
+        {
+            return Err(format!(
+                "settings.copy: {} entries; at most {MAX_COPY_ENTRIES} are allowed, so that one evaluation's work stays bounded",
+                entries.len()
+            ));
+        }
         let rules = match self.copy {
             None => DEFAULT_LABELS
                 .iter()
@@ -559,6 +578,23 @@ mod tests {
         );
         // Structure is still checked on every request.
         assert!(load_for_request(br#"{"copy":[{"label":"a/*","rename":"b"}]}"#).is_err());
+    }
+
+    #[test]
+    fn kyverno_rules_and_huge_lists_are_refused_with_the_reason() {
+        let msg = refused(r#"{"rules":[{"name":"x"}]}"#);
+        assert!(
+            msg.starts_with("settings.rules: Kyverno-style rules are not supported"),
+            "{msg}"
+        );
+        let many: Vec<String> = (0..=MAX_COPY_ENTRIES)
+            .map(|i| format!(r#"{{"label":"k{i}"}}"#))
+            .collect();
+        let msg = refused(&format!(r#"{{"copy":[{}]}}"#, many.join(",")));
+        assert_eq!(
+            msg,
+            "settings.copy: 501 entries; at most 500 are allowed, so that one evaluation's work stays bounded"
+        );
     }
 
     #[test]

@@ -1,0 +1,598 @@
+//! "What happens when ...": the catalogue of bad inputs, each with the answer a
+//! user gets. The README's table is checked against this list, so the two
+//! cannot drift apart.
+
+use std::cell::Cell;
+
+use serde_json::{Value, json};
+
+use crate::node_lookup::{NodeFields, NodeLookup};
+
+const NODE_MISSING: &str = "Cannot find v1/Node named 'node-1' inside of namespace 'None'";
+const NOT_GRANTED: &str = "Policy has not been granted access to Kubernetes resource: v1/Node";
+
+/// A host that answers every Node lookup the same way and counts the calls.
+struct Host {
+    answer: Result<Vec<u8>, String>,
+    calls: Cell<usize>,
+}
+
+impl NodeLookup for Host {
+    fn fetch_node(&self, _name: &str, _fields: NodeFields) -> Result<Vec<u8>, String> {
+        self.calls.set(self.calls.get() + 1);
+        self.answer.clone()
+    }
+}
+
+fn host_node(node: Value) -> Host {
+    Host {
+        answer: Ok(serde_json::to_vec(&node).unwrap()),
+        calls: Cell::new(0),
+    }
+}
+
+fn host_error(message: &str) -> Host {
+    Host {
+        answer: Err(message.to_string()),
+        calls: Cell::new(0),
+    }
+}
+
+fn node_1() -> Host {
+    Host {
+        answer: Ok(std::fs::read("test_data/node-1.json").unwrap()),
+        calls: Cell::new(0),
+    }
+}
+
+fn fixture(name: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(format!("test_data/{name}")).unwrap()).unwrap()
+}
+
+fn binding_with(object: Value) -> Value {
+    let mut request = fixture("binding.json");
+    request["object"] = object;
+    request
+}
+
+fn payload(request: Value, settings: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap()
+}
+
+#[derive(Debug)]
+enum Answer {
+    /// Accepted; `patched` says whether the object changed; the text is part
+    /// of a warning ("" for none).
+    Accepted {
+        patched: bool,
+        warning: &'static str,
+    },
+    /// Rejected with a message containing the text.
+    Rejected(&'static str),
+    /// `validate_settings` refuses, with a message containing the text.
+    SettingsRefused(&'static str),
+}
+
+struct Case {
+    /// The README's "What happens when ..." cell.
+    when: &'static str,
+    /// The README's answer cell must contain this.
+    answer_text: &'static str,
+    answer: Answer,
+    run: fn() -> (Vec<u8>, Host),
+    /// The Node must (or must not) be read.
+    reads_node: bool,
+}
+
+fn settings_case(settings: &'static str) -> (Vec<u8>, Host) {
+    (settings.as_bytes().to_vec(), node_1())
+}
+
+fn catalog() -> Vec<Case> {
+    use Answer::*;
+    vec![
+        Case {
+            when: "the request is not JSON",
+            answer_text: "request not handled: it cannot be decoded",
+            answer: Accepted {
+                patched: false,
+                warning: "request not handled: it cannot be decoded: expected value",
+            },
+            run: || (b"<html>".to_vec(), node_1()),
+            reads_node: false,
+        },
+        Case {
+            when: "the request is empty",
+            answer_text: "request not handled: it cannot be decoded",
+            answer: Accepted {
+                patched: false,
+                warning: "request not handled: it cannot be decoded: EOF while parsing",
+            },
+            run: || (Vec::new(), node_1()),
+            reads_node: false,
+        },
+        Case {
+            when: "a Binding request has no `object`",
+            answer_text: "the pods/binding request has no object to mutate",
+            answer: Accepted {
+                patched: false,
+                warning: "the pods/binding request has no object to mutate",
+            },
+            run: || {
+                let mut request = fixture("binding.json");
+                request.as_object_mut().unwrap().remove("object");
+                (payload(request, json!({})), node_1())
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a Binding has no `target`",
+            answer_text: "the Binding has no target, so there is no Node to read",
+            answer: Accepted {
+                patched: false,
+                warning: "the Binding has no target, so there is no Node to read",
+            },
+            run: || {
+                (
+                    payload(binding_with(json!({"metadata":{"name":"p"}})), json!({})),
+                    node_1(),
+                )
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a Binding's target name is empty",
+            answer_text: "the Binding's target has no Node name",
+            answer: Accepted {
+                patched: false,
+                warning: "the Binding's target has no Node name",
+            },
+            run: || {
+                (
+                    payload(
+                        binding_with(json!({"target":{"kind":"Node","name":""}})),
+                        json!({}),
+                    ),
+                    node_1(),
+                )
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "the Binding object is not a JSON object",
+            answer_text: "the Binding has no target",
+            answer: Accepted {
+                patched: false,
+                warning: "the Binding has no target",
+            },
+            run: || (payload(binding_with(json!([1, 2])), json!({})), node_1()),
+            reads_node: false,
+        },
+        Case {
+            when: "a Binding targets something that is not a Node",
+            answer_text: "accepted unchanged, the Node is not read",
+            answer: Accepted {
+                patched: false,
+                warning: "",
+            },
+            run: || {
+                (
+                    payload(
+                        binding_with(json!({"target":{"kind":"Pod","name":"x"}})),
+                        json!({}),
+                    ),
+                    node_1(),
+                )
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "the Node does not exist (`failurePolicy: Ignore`, the default)",
+            answer_text: "Node metadata not added: cannot read Node \"node-1\": Cannot find v1/Node named 'node-1'",
+            answer: Accepted {
+                patched: false,
+                warning: "Node metadata not added: cannot read Node \"node-1\": Cannot find v1/Node named 'node-1'",
+            },
+            run: || {
+                (
+                    payload(fixture("binding.json"), json!({})),
+                    host_error(NODE_MISSING),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "the Node does not exist (`failurePolicy: Fail`)",
+            answer_text: "rejected: cannot read Node \"node-1\": Cannot find v1/Node",
+            answer: Rejected("cannot read Node \"node-1\": Cannot find v1/Node named 'node-1'"),
+            run: || {
+                (
+                    payload(fixture("binding.json"), json!({"failurePolicy":"Fail"})),
+                    host_error(NODE_MISSING),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "Node is missing from the policy's `contextAwareResources`",
+            answer_text: "Policy has not been granted access to Kubernetes resource: v1/Node",
+            answer: Accepted {
+                patched: false,
+                warning: NOT_GRANTED,
+            },
+            run: || {
+                (
+                    payload(fixture("binding.json"), json!({})),
+                    host_error(NOT_GRANTED),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "the host fails (API server unreachable, RBAC denies Nodes)",
+            answer_text: "Node metadata not added: cannot read Node \"node-1\": <the host's words>",
+            answer: Accepted {
+                patched: false,
+                warning: "cannot read Node \"node-1\": nodes \"node-1\" is forbidden",
+            },
+            run: || {
+                let error = "nodes \"node-1\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot get resource \"nodes\"";
+                (
+                    payload(fixture("binding.json"), json!({})),
+                    host_error(error),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "the host's answer is not a Node",
+            answer_text: "the host's answer is not a Node with string labels and annotations",
+            answer: Accepted {
+                patched: false,
+                warning: "the host's answer is not a Node with string labels and annotations",
+            },
+            run: || {
+                (
+                    payload(fixture("binding.json"), json!({})),
+                    host_node(json!({"metadata":{"labels":["zone"]}})),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "the Node has thousands of labels and a glob matches them all",
+            answer_text: "at most 1000 keys are written per Pod",
+            answer: Accepted {
+                patched: true,
+                warning: "4000 Node keys not copied from Node \"node-1\": at most 1000 keys are written per Pod",
+            },
+            run: || {
+                let labels: serde_json::Map<String, Value> = (0..5000)
+                    .map(|i| (format!("bulk.example.com/l{i:05}"), json!("v")))
+                    .collect();
+                (
+                    payload(
+                        fixture("binding.json"),
+                        json!({"copy":[{"label":"bulk.example.com/*"}]}),
+                    ),
+                    host_node(json!({"metadata":{"labels":labels}})),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "a Node annotation value is huge (over 256 KiB)",
+            answer_text: "not written: it would take the annotations over Kubernetes' 256 KiB limit",
+            answer: Accepted {
+                patched: false,
+                warning: "annotation \"note.example.com/huge\" not written: it would take the annotations over Kubernetes' 256 KiB limit",
+            },
+            run: || {
+                let huge = "x".repeat(300 * 1024);
+                (
+                    payload(
+                        fixture("binding.json"),
+                        json!({"copy":[{"annotation":"note.example.com/huge"}]}),
+                    ),
+                    host_node(json!({"metadata":{"annotations":{"note.example.com/huge":huge}}})),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "the Pod's annotations are already near 256 KiB",
+            answer_text: "not written: it would take the annotations over Kubernetes' 256 KiB limit",
+            answer: Accepted {
+                patched: true,
+                warning: "annotation \"topology.kubernetes.io/zone\" not written: it would take the annotations over Kubernetes' 256 KiB limit",
+            },
+            run: || {
+                let mut request = fixture("pod-with-node-name.json");
+                request["object"]["metadata"]["annotations"]["example.com/blob"] =
+                    json!("x".repeat(256 * 1024 - 100));
+                (payload(request, json!({})), node_1())
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "a Node value is not a valid label value and `to: labels`",
+            answer_text: "not copied to Pod label ... value is not a valid label value",
+            answer: Accepted {
+                patched: false,
+                warning: "not copied to Pod label \"team.example.com/owner\": value is not a valid label value",
+            },
+            run: || {
+                (
+                    payload(
+                        fixture("binding.json"),
+                        json!({"copy":[{"annotation":"team.example.com/owner","to":"labels"}]}),
+                    ),
+                    node_1(),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "a produced Pod key is not a valid key",
+            answer_text: "not copied: Pod key ... is invalid",
+            answer: Accepted {
+                patched: false,
+                warning: "label \"rack.example.com/row\" not copied: Pod key \"rack.example.com/row-with-a-suffix-that-makes-the-name-part-longer-than-sixty-three-chars\"",
+            },
+            run: || {
+                (
+                    payload(
+                        fixture("binding.json"),
+                        json!({"copy":[{"label":"rack.example.com/row","rename":"rack.example.com/row-with-a-suffix-that-makes-the-name-part-longer-than-sixty-three-chars"}]}),
+                    ),
+                    node_1(),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "a Pod created with `spec.nodeName` pre-sets the zone annotation",
+            answer_text: "overwritten with the Node's value",
+            answer: Accepted {
+                patched: true,
+                warning: "",
+            },
+            run: || {
+                (
+                    payload(fixture("pod-with-node-name-spoofed.json"), json!({})),
+                    node_1(),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "the same, with `onPresetKeys: Reject`",
+            answer_text: "rejected: Pod sets annotation ... that this policy fills from its Node",
+            answer: Rejected(
+                "Pod sets annotation \"topology.kubernetes.io/region\", annotation \"topology.kubernetes.io/zone\" that this policy fills from its Node",
+            ),
+            run: || {
+                (
+                    payload(
+                        fixture("pod-with-node-name-spoofed.json"),
+                        json!({"onPresetKeys":"Reject"}),
+                    ),
+                    node_1(),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "a Pod's `spec.nodeName` is not a string",
+            answer_text: "the Pod cannot be decoded",
+            answer: Accepted {
+                patched: false,
+                warning: "the Pod cannot be decoded: invalid type: integer `5`, expected a string",
+            },
+            run: || {
+                let mut request = fixture("pod-with-node-name.json");
+                request["object"]["spec"]["nodeName"] = json!(5);
+                (payload(request, json!({})), node_1())
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "the object's `metadata` is not a map",
+            answer_text: "the object's metadata is not a JSON object; left unchanged",
+            answer: Accepted {
+                patched: false,
+                warning: "the object's metadata is not a JSON object; left unchanged",
+            },
+            run: || {
+                (
+                    payload(
+                        binding_with(json!({"metadata":"x","target":{"name":"node-1"}})),
+                        json!({}),
+                    ),
+                    node_1(),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "the request is nested thousands of levels deep",
+            answer_text: "the Binding cannot be decoded: recursion limit exceeded",
+            answer: Accepted {
+                patched: false,
+                warning: "the Binding cannot be decoded: recursion limit exceeded",
+            },
+            run: || {
+                let deep = format!("{}1{}", "[".repeat(5000), "]".repeat(5000));
+                let raw = format!(
+                    r#"{{"request":{{"operation":"CREATE","kind":{{"kind":"Binding"}},"resource":{{"resource":"pods"}},"subResource":"binding","object":{{"target":{{"name":"node-1"}},"spec":{deep}}}}},"settings":{{}}}}"#
+                );
+                (raw.into_bytes(), node_1())
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "the request is an UPDATE or DELETE",
+            answer_text: "accepted unchanged, the Node is not read",
+            answer: Accepted {
+                patched: false,
+                warning: "",
+            },
+            run: || {
+                let mut request = fixture("pod-with-node-name.json");
+                request["operation"] = json!("UPDATE");
+                (payload(request, json!({})), node_1())
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "the request is a dry run",
+            answer_text: "evaluated as usual (dry runs have no side effects, and neither does the policy)",
+            answer: Accepted {
+                patched: true,
+                warning: "",
+            },
+            run: || {
+                let mut request = fixture("binding.json");
+                request["dryRun"] = json!(true);
+                (payload(request, json!({})), node_1())
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "settings have the wrong type",
+            answer_text: "settings.copy: invalid type: map, expected a sequence",
+            answer: SettingsRefused("settings.copy: invalid type: map, expected a sequence"),
+            run: || settings_case(r#"{"copy":{"label":"x"}}"#),
+            reads_node: false,
+        },
+        Case {
+            when: "settings are not a JSON object",
+            answer_text: "settings: must be a JSON object of setting names and values",
+            answer: SettingsRefused("settings: must be a JSON object of setting names and values"),
+            run: || settings_case("[1,2]"),
+            reads_node: false,
+        },
+        Case {
+            when: "settings have an unknown field",
+            answer_text: "settings.copy[0].lable: unknown field `lable`",
+            answer: SettingsRefused("settings.copy[0].lable: unknown field `lable`"),
+            run: || settings_case(r#"{"copy":[{"lable":"x"}]}"#),
+            reads_node: false,
+        },
+        Case {
+            when: "a glob is invalid",
+            answer_text: "settings.copy[0].label: \"topology.kubernetes.io/[zone]\" character '[' is not allowed",
+            answer: SettingsRefused(
+                "settings.copy[0].label: \"topology.kubernetes.io/[zone]\" character '[' is not allowed",
+            ),
+            run: || settings_case(r#"{"copy":[{"label":"topology.kubernetes.io/[zone]"}]}"#),
+            reads_node: false,
+        },
+        Case {
+            when: "settings hold Kyverno `rules`",
+            answer_text: "settings.rules: Kyverno-style rules are not supported by this release",
+            answer: SettingsRefused(
+                "settings.rules: Kyverno-style rules are not supported by this release",
+            ),
+            run: || settings_case(r#"{"rules":[{"name":"mutate-pod-binding"}]}"#),
+            reads_node: false,
+        },
+        Case {
+            when: "settings list more than 500 entries",
+            answer_text: "settings.copy: 501 entries; at most 500 are allowed",
+            answer: SettingsRefused("settings.copy: 501 entries; at most 500 are allowed"),
+            run: || {
+                let entries: Vec<String> =
+                    (0..501).map(|i| format!(r#"{{"label":"k{i}"}}"#)).collect();
+                (
+                    format!(r#"{{"copy":[{}]}}"#, entries.join(",")).into_bytes(),
+                    node_1(),
+                )
+            },
+            reads_node: false,
+        },
+    ]
+}
+
+#[test]
+fn every_bad_input_gets_its_specific_answer() {
+    let cases = catalog();
+    assert!(cases.len() >= 25, "the catalogue has {} cases", cases.len());
+    for case in cases {
+        let (input, host) = (case.run)();
+        match case.answer {
+            Answer::SettingsRefused(text) => {
+                let verdict = crate::check_settings(&input);
+                assert!(!verdict.valid, "{}: settings accepted", case.when);
+                let message = verdict.message.unwrap_or_default();
+                assert!(message.contains(text), "{}: got {message:?}", case.when);
+                continue;
+            }
+            Answer::Accepted { patched, warning } => {
+                let response = crate::evaluate(&input, &host);
+                assert!(
+                    response.accepted,
+                    "{}: rejected with {:?}",
+                    case.when, response.message
+                );
+                assert_eq!(
+                    response.mutated_object.is_some(),
+                    patched,
+                    "{}: mutated? {:?}",
+                    case.when,
+                    response.mutated_object
+                );
+                let warnings = response.warnings.unwrap_or_default();
+                if warning.is_empty() {
+                    assert!(
+                        warnings.is_empty(),
+                        "{}: unexpected warnings {warnings:?}",
+                        case.when
+                    );
+                } else {
+                    assert!(
+                        warnings.iter().any(|w| w.contains(warning)),
+                        "{}: got {warnings:?}",
+                        case.when
+                    );
+                    assert!(
+                        warnings.len() <= crate::MAX_WARNINGS + 1,
+                        "{}: {} warnings",
+                        case.when,
+                        warnings.len()
+                    );
+                }
+            }
+            Answer::Rejected(text) => {
+                let response = crate::evaluate(&input, &host);
+                assert!(!response.accepted, "{}: accepted", case.when);
+                let message = response.message.unwrap_or_default();
+                assert!(message.contains(text), "{}: got {message:?}", case.when);
+            }
+        }
+        assert_eq!(
+            host.calls.get() > 0,
+            case.reads_node,
+            "{}: Node read {} times",
+            case.when,
+            host.calls.get()
+        );
+    }
+}
+
+#[test]
+fn readme_table_matches_the_catalogue() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    for case in catalog() {
+        let row = readme
+            .lines()
+            .find(|line| line.starts_with(&format!("| {} |", case.when)))
+            .unwrap_or_else(|| panic!("README has no row for {:?}", case.when));
+        assert!(
+            row.contains(case.answer_text),
+            "README row for {:?} does not say {:?}",
+            case.when,
+            case.answer_text
+        );
+    }
+}
