@@ -138,7 +138,7 @@ pub fn evaluate(payload: &[u8], lookup: &dyn NodeLookup) -> ValidationResponse {
         }
     };
     let selection = mutation::select(&plan, &node, &metadata);
-    match mutation::apply(&mut object, &selection, &plan, kind) {
+    match mutation::apply(&mut object, selection, &plan, kind) {
         Ok(applied) => accept(applied.changed.then_some(object), applied.warnings),
         Err(message) => reject(message),
     }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 use crate::k8s_names::{
@@ -124,13 +125,13 @@ pub enum ObjectKind {
 /// when the Pod must be rejected (`onPresetKeys: Reject`).
 pub fn apply(
     object: &mut Value,
-    selection: &Selection,
+    selection: Selection,
     plan: &CopyPlan,
     kind: ObjectKind,
 ) -> Result<Applied, String> {
     let mut applied = Applied {
         changed: false,
-        warnings: selection.warnings.clone(),
+        warnings: selection.warnings,
     };
     let Some(object_map) = object.as_object_mut() else {
         applied
@@ -186,7 +187,7 @@ pub fn apply(
     if !selection.labels.is_empty() {
         match section(metadata, "labels") {
             Some(labels) => {
-                for (key, (value, _)) in &selection.labels {
+                for (key, (value, _)) in selection.labels {
                     applied.changed |= set(labels, key, value);
                 }
             }
@@ -202,22 +203,39 @@ pub fn apply(
                     .iter()
                     .map(|(k, v)| k.len().saturating_add(v.as_str().map_or(0, str::len)))
                     .sum();
-                for (key, (value, _)) in &selection.annotations {
-                    let old = annotations
-                        .get(key)
-                        .and_then(Value::as_str)
-                        .map_or(0, |v| key.len().saturating_add(v.len()));
-                    let new_total = total
-                        .saturating_sub(old)
-                        .saturating_add(key.len().saturating_add(value.len()));
+                for (key, (value, _)) in selection.annotations {
+                    let size = key.len().saturating_add(value.len());
+                    // One search of the map per key: string comparisons are
+                    // most of the cost of writing many keys in wasm.
+                    let mut slot = annotations.entry(key);
+                    let old = match &mut slot {
+                        Entry::Occupied(old) if old.get().as_str() == Some(value.as_str()) => {
+                            continue;
+                        }
+                        Entry::Occupied(old) => {
+                            let old_value = old.get().as_str().map_or(0, str::len);
+                            old.key().len().saturating_add(old_value)
+                        }
+                        Entry::Vacant(_) => 0,
+                    };
+                    let new_total = total.saturating_sub(old).saturating_add(size);
                     if new_total > TOTAL_ANNOTATION_SIZE_LIMIT {
                         applied.warnings.push(format!(
-                            "annotation {key:?} not written: it would take the annotations over Kubernetes' 256 KiB limit"
+                            "annotation {:?} not written: it would take the annotations over Kubernetes' 256 KiB limit",
+                            slot.key()
                         ));
                         continue;
                     }
                     total = new_total;
-                    applied.changed |= set(annotations, key, value);
+                    match slot {
+                        Entry::Occupied(mut old) => {
+                            old.insert(Value::String(value));
+                        }
+                        Entry::Vacant(new) => {
+                            new.insert(Value::String(value));
+                        }
+                    }
+                    applied.changed = true;
                 }
             }
             None => applied
@@ -241,11 +259,11 @@ fn section<'m>(
     entry.as_object_mut()
 }
 
-fn set(map: &mut Map<String, Value>, key: &str, value: &str) -> bool {
-    if map.get(key).and_then(Value::as_str) == Some(value) {
+fn set(map: &mut Map<String, Value>, key: String, value: String) -> bool {
+    if map.get(&key).and_then(Value::as_str) == Some(value.as_str()) {
         return false;
     }
-    map.insert(key.to_string(), Value::String(value.to_string()));
+    map.insert(key, Value::String(value));
     true
 }
 
@@ -341,7 +359,7 @@ mod tests {
     ) -> (Result<Applied, String>, Value) {
         let plan = load(settings.as_bytes()).unwrap();
         let selection = select(&plan, "n1", node);
-        let result = apply(&mut object, &selection, &plan, kind);
+        let result = apply(&mut object, selection, &plan, kind);
         (result, object)
     }
 

@@ -55,7 +55,12 @@ impl PolicyModule {
         let bytes = std::fs::read(path)
             .with_context(|| format!("reading {} (run `make policy.wasm`)", path.display()))?;
         let started = Instant::now();
-        let engine = wasmtime::Engine::default();
+        let mut config = wasmtime::Config::default();
+        if std::env::var_os("POLICY_HOST_PERFMAP").is_some() {
+            // Lets `perf` name the policy's functions (see the README's benchmark notes).
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
+        let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow!("wasmtime: {e}"))?;
         let module = wasmtime::Module::new(&engine, &bytes)
             .map_err(|e| anyhow!("compiling {}: {e}", path.display()))?;
         let pre = WasmtimeEngineProviderBuilder::new()
