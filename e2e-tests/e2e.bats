@@ -110,3 +110,19 @@ run_case() {
 @test "invalid_settings_wrong_type: wrong types name the field" {
   run_case invalid_settings_wrong_type
 }
+
+@test "kyverno_mutate_pod_binding: Kyverno's mutate-pod-binding sample, spec.rules verbatim" {
+  run_case kyverno_mutate_pod_binding
+}
+
+@test "kyverno_mutate_pod_binding_node_without_zone: the sample's || 'empty' fallback" {
+  run_case kyverno_mutate_pod_binding_node_without_zone
+}
+
+@test "kyverno_rules_do_not_touch_pods: Pod/binding does not match a Pod" {
+  run_case kyverno_rules_do_not_touch_pods
+}
+
+@test "kyverno_mutate_existing_refused: mutate.targets needs a background controller" {
+  run_case kyverno_mutate_existing_refused
+}

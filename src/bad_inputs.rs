@@ -24,6 +24,13 @@ impl NodeLookup for Host {
     }
 }
 
+impl crate::cluster::Cluster for Host {
+    fn read(&self, _read: &crate::cluster::Read) -> Result<Vec<u8>, String> {
+        self.calls.set(self.calls.get() + 1);
+        self.answer.clone()
+    }
+}
+
 fn host_node(node: Value) -> Host {
     Host {
         answer: Ok(serde_json::to_vec(&node).unwrap()),
@@ -489,12 +496,29 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
-            when: "settings hold Kyverno `rules`",
-            answer_text: "settings.rules: Kyverno-style rules are not supported by this release",
+            when: "a rule uses a Kyverno field an admission policy cannot honour (`mutate.targets`)",
+            answer_text: "settings.rules[0].mutate.targets: mutating existing resources needs a background controller",
             answer: SettingsRefused(
-                "settings.rules: Kyverno-style rules are not supported by this release",
+                "settings.rules[0].mutate.targets: mutating existing resources needs a background controller",
             ),
-            run: || settings_case(r#"{"rules":[{"name":"mutate-pod-binding"}]}"#),
+            run: || {
+                settings_case(
+                    r#"{"rules":[{"name":"r","match":{"any":[{"resources":{"kinds":["Pod/binding"]}}]},"mutate":{"targets":[{"apiVersion":"v1","kind":"Pod"}],"patchStrategicMerge":{}}}]}"#,
+                )
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a rule's JMESPath is invalid",
+            answer_text: "settings.rules[0]: JMESPath \"request.object.target.[\" is invalid",
+            answer: SettingsRefused(
+                "settings.rules[0]: JMESPath \"request.object.target.[\" is invalid",
+            ),
+            run: || {
+                settings_case(
+                    r#"{"rules":[{"name":"r","match":{"any":[{"resources":{"kinds":["Pod/binding"]}}]},"context":[{"name":"n","variable":{"jmesPath":"request.object.target.["}}],"mutate":{"patchStrategicMerge":{}}}]}"#,
+                )
+            },
             reads_node: false,
         },
         Case {
@@ -529,7 +553,7 @@ fn every_bad_input_gets_its_specific_answer() {
                 continue;
             }
             Answer::Accepted { patched, warning } => {
-                let response = crate::evaluate(&input, &host);
+                let response = crate::evaluate(&input, &host, &host);
                 assert!(
                     response.accepted,
                     "{}: rejected with {:?}",
@@ -564,7 +588,7 @@ fn every_bad_input_gets_its_specific_answer() {
                 }
             }
             Answer::Rejected(text) => {
-                let response = crate::evaluate(&input, &host);
+                let response = crate::evaluate(&input, &host, &host);
                 assert!(!response.accepted, "{}: accepted", case.when);
                 let message = response.message.unwrap_or_default();
                 assert!(message.contains(text), "{}: got {message:?}", case.when);

@@ -23,6 +23,12 @@ impl NodeLookup for ScriptedLookup<'_> {
     }
 }
 
+impl crate::cluster::Cluster for ScriptedLookup<'_> {
+    fn read(&self, _read: &crate::cluster::Read) -> Result<Vec<u8>, String> {
+        self.0.clone().map(<[u8]>::to_vec)
+    }
+}
+
 pub fn exercise(data: &[u8]) {
     let mut parts = data.splitn(3, |b| *b == 0);
     let request = parts.next().unwrap_or_default();
@@ -40,7 +46,7 @@ pub fn exercise(data: &[u8]) {
     );
 
     // The raw bytes as a whole payload...
-    let _ = crate::evaluate(request, &lookup);
+    let _ = crate::evaluate(request, &lookup, &lookup);
     // ...and, when the parts are JSON, a well-formed payload around them.
     let (Ok(request), Ok(settings)) = (
         serde_json::from_slice::<Value>(request),
@@ -52,7 +58,7 @@ pub fn exercise(data: &[u8]) {
     let Ok(payload) = serde_json::to_vec(&payload) else {
         return;
     };
-    let response = crate::evaluate(&payload, &lookup);
+    let response = crate::evaluate(&payload, &lookup, &lookup);
     assert!(
         serde_json::to_vec(&response).is_ok(),
         "response does not serialise"

@@ -103,6 +103,12 @@ impl KeyPattern {
     }
 }
 
+/// Kyverno-style wildcard match of `text` against `pattern` (`*`, `?`).
+pub fn wildcard(pattern: &str, text: &str) -> bool {
+    let pattern: Vec<char> = pattern.chars().collect();
+    wildcard_match(&pattern, text)
+}
+
 /// Iterative wildcard match with single-star backtracking: linear in the key for
 /// each star, no recursion, so no pathological stack use.
 fn wildcard_match(pattern: &[char], key: &str) -> bool {

@@ -24,10 +24,12 @@
 )]
 
 pub mod admission;
+pub mod cluster;
 pub mod glob;
 pub mod k8s_names;
 pub mod mutation;
 pub mod node_lookup;
+pub mod rules;
 pub mod settings;
 
 #[cfg(any(test, feature = "fuzzing"))]
@@ -39,6 +41,7 @@ use serde_json::value::RawValue;
 use wapc_guest::prelude::*;
 
 use crate::admission::{Subject, ValidatePayload, classify};
+use crate::cluster::{CachedCluster, Cluster, HostCluster};
 use crate::mutation::ObjectKind;
 use crate::node_lookup::{HostNodeLookup, NodeFields, NodeLookup};
 use crate::settings::FailurePolicy;
@@ -59,7 +62,11 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    Ok(serde_json::to_vec(&evaluate(payload, &HostNodeLookup))?)
+    Ok(serde_json::to_vec(&evaluate(
+        payload,
+        &HostNodeLookup,
+        &HostCluster,
+    ))?)
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {
@@ -81,8 +88,8 @@ pub fn check_settings(raw: &[u8]) -> SettingsValidationResponse {
 }
 
 /// `validate`: decide and mutate. Every outcome is an answer, never a trap.
-pub fn evaluate(payload: &[u8], lookup: &dyn NodeLookup) -> ValidationResponse {
-    let payload: ValidatePayload = match serde_json::from_slice(payload) {
+pub fn evaluate(raw: &[u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> ValidationResponse {
+    let payload: ValidatePayload = match serde_json::from_slice(raw) {
         Ok(payload) => payload,
         Err(e) => {
             return accept(
@@ -91,19 +98,22 @@ pub fn evaluate(payload: &[u8], lookup: &dyn NodeLookup) -> ValidationResponse {
             );
         }
     };
-    let (node, mut object, kind) = match classify(&payload.request) {
-        Subject::PassThrough { why } => {
-            return accept(
-                None,
-                why.map(|w| format!("request not handled: {w}"))
-                    .into_iter()
-                    .collect(),
-            );
-        }
-        Subject::Binding { node, object } => (node, object, ObjectKind::Binding),
-        Subject::PlacedPod { node, object } => (node, object, ObjectKind::PlacedPod),
-    };
     let raw_settings = payload.settings.map_or("{}", RawValue::get);
+    // Settings without rules leave every request but bindings and placed Pods
+    // alone, and most requests are neither: skip parsing the settings then.
+    // (policy-server re-encodes settings, so a `rules` key is never escaped.)
+    let may_have_rules = raw_settings.contains("\"rules\"");
+    let subject = classify(&payload.request);
+    if let Subject::PassThrough { why } = &subject
+        && !may_have_rules
+    {
+        return accept(
+            None,
+            why.iter()
+                .map(|w| format!("request not handled: {w}"))
+                .collect(),
+        );
+    }
     let plan = match settings::load_for_request(raw_settings.as_bytes()) {
         Ok(plan) => plan,
         Err(e) => {
@@ -113,14 +123,56 @@ pub fn evaluate(payload: &[u8], lookup: &dyn NodeLookup) -> ValidationResponse {
             );
         }
     };
-    if plan.rules.is_empty() {
-        return accept(None, Vec::new());
+    let mut warnings = Vec::new();
+    let mut changed = false;
+    let placed = match subject {
+        Subject::PassThrough { why } => {
+            warnings.extend(why.map(|w| format!("request not handled: {w}")));
+            None
+        }
+        Subject::Binding { node, object } => Some((node, object, ObjectKind::Binding)),
+        Subject::PlacedPod { node, object } => Some((node, object, ObjectKind::PlacedPod)),
+    };
+    let mut object = match placed {
+        Some((_, object, _)) if plan.copy.is_empty() => Some(object),
+        Some((node, object, kind)) => {
+            match copy_node_metadata(&plan, lookup, &node, object, kind) {
+                Ok((object, copy_changed, more)) => {
+                    changed |= copy_changed;
+                    warnings.extend(more);
+                    Some(object)
+                }
+                Err(response) => return *response,
+            }
+        }
+        None => None,
+    };
+    if !plan.rules.is_empty() {
+        match run_rules(&plan, raw, object.take(), cluster) {
+            Ok((mutated, rules_changed, more)) => {
+                object = mutated;
+                changed |= rules_changed;
+                warnings.extend(more);
+            }
+            Err(message) => return reject(message),
+        }
     }
+    accept(object.filter(|_| changed), warnings)
+}
+
+/// The short form: read the Node, write its metadata into the object.
+fn copy_node_metadata(
+    plan: &settings::PolicyPlan,
+    lookup: &dyn NodeLookup,
+    node: &str,
+    mut object: serde_json::Value,
+    kind: ObjectKind,
+) -> Result<(serde_json::Value, bool, Vec<String>), Box<ValidationResponse>> {
     let fields = NodeFields {
         labels: plan.reads(settings::Source::Label),
         annotations: plan.reads(settings::Source::Annotation),
     };
-    let answer = lookup.fetch_node(&node, fields);
+    let answer = lookup.fetch_node(node, fields);
     let metadata = match answer
         .as_deref()
         .map_err(String::clone)
@@ -130,17 +182,56 @@ pub fn evaluate(payload: &[u8], lookup: &dyn NodeLookup) -> ValidationResponse {
         Err(cause) => {
             let message = format!("cannot read Node {node:?}: {cause}");
             return match plan.failure_policy {
-                FailurePolicy::Fail => reject(message),
-                FailurePolicy::Ignore => {
-                    accept(None, vec![format!("Node metadata not added: {message}")])
-                }
+                FailurePolicy::Fail => Err(Box::new(reject(message))),
+                FailurePolicy::Ignore => Ok((
+                    object,
+                    false,
+                    vec![format!("Node metadata not added: {message}")],
+                )),
             };
         }
     };
-    let selection = mutation::select(&plan, &node, &metadata);
-    match mutation::apply(&mut object, selection, &plan, kind) {
-        Ok(applied) => accept(applied.changed.then_some(object), applied.warnings),
-        Err(message) => reject(message),
+    let selection = mutation::select(plan, node, &metadata);
+    match mutation::apply(&mut object, selection, plan, kind) {
+        Ok(applied) => Ok((object, applied.changed, applied.warnings)),
+        Err(message) => Err(Box::new(reject(message))),
+    }
+}
+
+/// The Kyverno rules, over the request with the object as mutated so far.
+fn run_rules(
+    plan: &settings::PolicyPlan,
+    raw: &[u8],
+    object: Option<serde_json::Value>,
+    cluster: &dyn Cluster,
+) -> Result<(Option<serde_json::Value>, bool, Vec<String>), String> {
+    let mut request = match serde_json::from_slice::<serde_json::Value>(raw) {
+        Ok(serde_json::Value::Object(mut payload)) => payload.remove("request").unwrap_or_default(),
+        _ => return Ok((object, false, Vec::new())),
+    };
+    let object = match object {
+        Some(object) => object,
+        None => match request.get("object") {
+            Some(o) if o.is_object() => o.clone(),
+            // Nothing to mutate (DELETE, CONNECT).
+            _ => return Ok((None, false, Vec::new())),
+        },
+    };
+    if let Some(slot) = request.as_object_mut() {
+        slot.insert("object".into(), object);
+    }
+    let engine = rules::engine::Engine {
+        rules: &plan.rules,
+        resource_kinds: &plan.resource_kinds,
+        on_error: match plan.failure_policy {
+            FailurePolicy::Fail => rules::engine::OnError::Fail,
+            FailurePolicy::Ignore => rules::engine::OnError::Ignore,
+        },
+    };
+    let outcome = engine.run(&request, &CachedCluster::new(cluster));
+    match outcome.rejection {
+        Some(message) => Err(message),
+        None => Ok((Some(outcome.object), outcome.changed, outcome.warnings)),
     }
 }
 

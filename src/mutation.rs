@@ -11,7 +11,7 @@ use crate::k8s_names::{
     TOTAL_ANNOTATION_SIZE_LIMIT, check_label_value, check_qualified_name, reserved_prefix,
 };
 use crate::node_lookup::NodeMetadata;
-use crate::settings::{CopyPlan, CopyRule, PresetKeys, Source};
+use crate::settings::{CopyRule, PolicyPlan, PresetKeys, Source};
 
 /// Node metadata chosen for the Pod, per destination, with the rule that
 /// produced each key (first rule listed wins a key).
@@ -27,10 +27,10 @@ pub struct Selection<'p> {
 /// produce an object of unbounded size.
 pub const MAX_KEYS_WRITTEN: usize = 1000;
 
-pub fn select<'p>(plan: &'p CopyPlan, node_name: &str, node: &NodeMetadata) -> Selection<'p> {
+pub fn select<'p>(plan: &'p PolicyPlan, node_name: &str, node: &NodeMetadata) -> Selection<'p> {
     let mut selection = Selection::default();
     let mut skipped = 0usize;
-    for rule in &plan.rules {
+    for rule in &plan.copy {
         let source = match rule.source {
             Source::Label => &node.labels,
             Source::Annotation => &node.annotations,
@@ -126,7 +126,7 @@ pub enum ObjectKind {
 pub fn apply(
     object: &mut Value,
     selection: Selection,
-    plan: &CopyPlan,
+    plan: &PolicyPlan,
     kind: ObjectKind,
 ) -> Result<Applied, String> {
     let mut applied = Applied {
@@ -273,7 +273,7 @@ fn set(map: &mut Map<String, Value>, key: String, value: String) -> bool {
 fn stale_keys(
     existing: Option<&Value>,
     selected: &BTreeMap<String, (String, &CopyRule)>,
-    plan: &CopyPlan,
+    plan: &PolicyPlan,
     labels: bool,
 ) -> Vec<String> {
     let Some(existing) = existing.and_then(Value::as_object) else {
@@ -283,7 +283,7 @@ fn stale_keys(
         .keys()
         .filter(|key| !selected.contains_key(*key))
         .filter(|key| {
-            plan.rules.iter().any(|rule| {
+            plan.copy.iter().any(|rule| {
                 let in_place = if labels {
                     rule.destination.labels()
                 } else {

@@ -1,5 +1,5 @@
 //! Settings: the serde schema users write, its defaults, and validation into a
-//! [`CopyPlan`] the engine runs. Everything that can be wrong with settings is
+//! [`PolicyPlan`] the engine runs. Everything that can be wrong with settings is
 //! found here, at load time, with the field path in the message.
 
 use std::collections::BTreeMap;
@@ -8,6 +8,8 @@ use serde::Deserialize;
 
 use crate::glob::KeyPattern;
 use crate::k8s_names::{check_label_value, check_qualified_name};
+use crate::rules::resources::ResourceKind;
+use crate::rules::spec::RuleSpec;
 
 /// The settings document (`ClusterAdmissionPolicy.spec.settings`).
 #[derive(Debug, Default, Deserialize)]
@@ -24,9 +26,13 @@ pub struct Settings {
     /// this policy manages, with a value the Node does not back.
     #[serde(default)]
     pub on_preset_keys: PresetKeys,
-    /// Kyverno's `spec.rules`: recognised so the refusal can say what it is.
+    /// Kyverno's `spec.rules`, pasted as they are.
     #[serde(default)]
-    pub rules: Option<serde::de::IgnoredAny>,
+    pub rules: Option<Vec<RuleSpec>>,
+    /// Resources outside the core and common groups that rules read with
+    /// `apiCall` or match as `Kind/subresource`.
+    #[serde(default)]
+    pub resource_kinds: Vec<ResourceKind>,
 }
 
 /// At most this many `copy` entries: one evaluation's work stays bounded.
@@ -231,15 +237,19 @@ impl CopyRule {
 
 /// Validated settings, ready for the engine.
 #[derive(Debug, Clone)]
-pub struct CopyPlan {
-    pub rules: Vec<CopyRule>,
+pub struct PolicyPlan {
+    /// The short form's entries (or the built-in default).
+    pub copy: Vec<CopyRule>,
+    /// Kyverno rules, run after the short form.
+    pub rules: Vec<RuleSpec>,
+    pub resource_kinds: Vec<ResourceKind>,
     pub failure_policy: FailurePolicy,
     pub on_preset_keys: PresetKeys,
 }
 
-impl CopyPlan {
+impl PolicyPlan {
     pub fn reads(&self, source: Source) -> bool {
-        self.rules.iter().any(|r| r.source == source)
+        self.copy.iter().any(|r| r.source == source)
     }
 }
 
@@ -305,21 +315,20 @@ pub enum Checks {
 }
 
 /// Parses and fully validates: `validate_settings`.
-pub fn load(raw: &[u8]) -> Result<CopyPlan, String> {
+pub fn load(raw: &[u8]) -> Result<PolicyPlan, String> {
     parse(raw)?.compile(Checks::Full)
 }
 
 /// Parses for an evaluation: `validate`.
-pub fn load_for_request(raw: &[u8]) -> Result<CopyPlan, String> {
+pub fn load_for_request(raw: &[u8]) -> Result<PolicyPlan, String> {
     parse(raw)?.compile(Checks::Structural)
 }
 
 impl Settings {
-    pub fn compile(self, checks: Checks) -> Result<CopyPlan, String> {
-        if self.rules.is_some() {
-            return Err("settings.rules: Kyverno-style rules are not supported by this release of the policy; \
-                 use `copy` entries (see the README's settings reference)"
-                .to_string());
+    pub fn compile(self, checks: Checks) -> Result<PolicyPlan, String> {
+        let rules = self.rules.unwrap_or_default();
+        if checks == Checks::Full {
+            crate::rules::check(&rules)?;
         }
         if let Some(entries) = &self.copy
             && entries.len() > MAX_COPY_ENTRIES
@@ -329,7 +338,10 @@ impl Settings {
                 entries.len()
             ));
         }
-        let rules = match self.copy {
+        let copy = match self.copy {
+            // The built-in default is for settings that ask for nothing: a
+            // pasted Kyverno policy acts through its rules alone.
+            None if !rules.is_empty() => Vec::new(),
             None => DEFAULT_LABELS
                 .iter()
                 .map(|key| default_rule(key, checks))
@@ -341,10 +353,12 @@ impl Settings {
                 .collect::<Result<Vec<_>, _>>()?,
         };
         if checks == Checks::Full {
-            check_conflicts(&rules)?;
+            check_conflicts(&copy)?;
         }
-        Ok(CopyPlan {
+        Ok(PolicyPlan {
+            copy,
             rules,
+            resource_kinds: self.resource_kinds,
             failure_policy: self.failure_policy,
             on_preset_keys: self.on_preset_keys,
         })
@@ -541,7 +555,7 @@ fn check_conflicts(rules: &[CopyRule]) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn load_str(s: &str) -> Result<CopyPlan, String> {
+    fn load_str(s: &str) -> Result<PolicyPlan, String> {
         load(s.as_bytes())
     }
 
@@ -549,10 +563,10 @@ mod tests {
     fn empty_settings_copy_zone_and_region_labels_to_annotations() {
         for raw in ["{}", "", "null"] {
             let plan = load_str(raw).unwrap();
-            let keys: Vec<_> = plan.rules.iter().map(|r| r.selector.as_str()).collect();
+            let keys: Vec<_> = plan.copy.iter().map(|r| r.selector.as_str()).collect();
             assert_eq!(keys, DEFAULT_LABELS);
             assert!(
-                plan.rules
+                plan.copy
                     .iter()
                     .all(|r| r.destination == Destination::Annotations
                         && r.source == Source::Label
@@ -568,13 +582,10 @@ mod tests {
             {"label":"node.kubernetes.io/instance-type","rename":"example.com/instance-type","default":"unknown","to":"both"},
             {"annotation":"rack.example.com/*","replacePrefix":{"from":"rack.example.com/","to":"node.example.com/"}},
             {"label":"zone*","addPrefix":"node-"},{"label":"a?b"}]}"#;
+        assert_eq!(load(raw).unwrap().copy, load_for_request(raw).unwrap().copy);
         assert_eq!(
-            load(raw).unwrap().rules,
-            load_for_request(raw).unwrap().rules
-        );
-        assert_eq!(
-            load(b"{}").unwrap().rules,
-            load_for_request(b"{}").unwrap().rules
+            load(b"{}").unwrap().copy,
+            load_for_request(b"{}").unwrap().copy
         );
         // Structure is still checked on every request.
         assert!(load_for_request(br#"{"copy":[{"label":"a/*","rename":"b"}]}"#).is_err());
@@ -582,11 +593,16 @@ mod tests {
 
     #[test]
     fn kyverno_rules_and_huge_lists_are_refused_with_the_reason() {
-        let msg = refused(r#"{"rules":[{"name":"x"}]}"#);
+        let msg = refused(
+            r#"{"rules":[{"name":"x","match":{"any":[{"resources":{"kinds":["Pod"]}}]},"validate":{}}]}"#,
+        );
         assert!(
-            msg.starts_with("settings.rules: Kyverno-style rules are not supported"),
+            msg.starts_with("settings.rules[0].validate: validate rules are not supported"),
             "{msg}"
         );
+        let plan = load_str(r#"{"rules":[{"name":"x","match":{"any":[{"resources":{"kinds":["Pod"]}}]},"mutate":{"patchStrategicMerge":{"metadata":{"labels":{"a":"b"}}}}}]}"#).unwrap();
+        assert!(plan.copy.is_empty(), "rules alone: no built-in default");
+        assert_eq!(plan.rules.len(), 1);
         let many: Vec<String> = (0..=MAX_COPY_ENTRIES)
             .map(|i| format!(r#"{{"label":"k{i}"}}"#))
             .collect();
@@ -599,7 +615,7 @@ mod tests {
 
     #[test]
     fn explicit_empty_list_copies_nothing() {
-        assert!(load_str(r#"{"copy": []}"#).unwrap().rules.is_empty());
+        assert!(load_str(r#"{"copy": []}"#).unwrap().copy.is_empty());
     }
 
     #[test]
@@ -612,11 +628,11 @@ mod tests {
              ],"failurePolicy":"Fail","onPresetKeys":"Reject"}"#,
         )
         .unwrap();
-        assert_eq!(plan.rules.len(), 3);
+        assert_eq!(plan.copy.len(), 3);
         assert_eq!(plan.failure_policy, FailurePolicy::Fail);
         assert_eq!(plan.on_preset_keys, PresetKeys::Reject);
-        assert_eq!(plan.rules[1].target.as_str(), "node.example.com/*");
-        assert_eq!(plan.rules[2].naming.apply("zone-a"), "node-zone-a");
+        assert_eq!(plan.copy[1].target.as_str(), "node.example.com/*");
+        assert_eq!(plan.copy[2].naming.apply("zone-a"), "node-zone-a");
     }
 
     fn refused(raw: &str) -> String {
@@ -751,8 +767,8 @@ mod tests {
             r#"{"copy":[{"label":"topology.kubernetes.io/*"},{"label":"*"},{"label":"*zone*"}]}"#,
         )
         .unwrap();
-        assert!(plan.rules[0].names_prefix_of("topology.kubernetes.io/zone"));
-        assert!(!plan.rules[1].names_prefix_of("topology.kubernetes.io/zone"));
-        assert!(!plan.rules[2].names_prefix_of("topology.kubernetes.io/zone"));
+        assert!(plan.copy[0].names_prefix_of("topology.kubernetes.io/zone"));
+        assert!(!plan.copy[1].names_prefix_of("topology.kubernetes.io/zone"));
+        assert!(!plan.copy[2].names_prefix_of("topology.kubernetes.io/zone"));
     }
 }

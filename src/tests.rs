@@ -37,6 +37,19 @@ impl NodeLookup for FakeLookup {
     }
 }
 
+impl crate::cluster::Cluster for FakeLookup {
+    fn read(&self, _read: &crate::cluster::Read) -> Result<Vec<u8>, String> {
+        self.calls.borrow_mut().push((
+            String::from("cluster read"),
+            NodeFields {
+                labels: true,
+                annotations: true,
+            },
+        ));
+        self.answer.clone()
+    }
+}
+
 fn payload(request_file: &str, settings: Value) -> Vec<u8> {
     let request: Value =
         serde_json::from_slice(&std::fs::read(format!("test_data/{request_file}")).unwrap())
@@ -47,7 +60,7 @@ fn payload(request_file: &str, settings: Value) -> Vec<u8> {
 #[test]
 fn binding_with_default_settings_gets_zone_and_region() {
     let lookup = FakeLookup::node_1();
-    let response = evaluate(&payload("binding.json", json!({})), &lookup);
+    let response = evaluate(&payload("binding.json", json!({})), &lookup, &lookup);
     assert!(response.accepted);
     assert_eq!(response.warnings, None);
     let mutated = response.mutated_object.unwrap();
@@ -80,6 +93,7 @@ fn placed_pod_is_mutated_and_unplaced_pod_is_not_looked_up() {
     let response = evaluate(
         &payload("pod-with-node-name.json", settings.clone()),
         &lookup,
+        &lookup,
     );
     let mutated = response.mutated_object.unwrap();
     assert_eq!(
@@ -99,7 +113,11 @@ fn placed_pod_is_mutated_and_unplaced_pod_is_not_looked_up() {
     );
 
     let lookup = FakeLookup::node_1();
-    let response = evaluate(&payload("pod-without-node-name.json", settings), &lookup);
+    let response = evaluate(
+        &payload("pod-without-node-name.json", settings),
+        &lookup,
+        &lookup,
+    );
     assert!(response.accepted && response.mutated_object.is_none() && response.warnings.is_none());
     assert!(lookup.calls.borrow().is_empty());
 }
@@ -107,7 +125,7 @@ fn placed_pod_is_mutated_and_unplaced_pod_is_not_looked_up() {
 #[test]
 fn other_requests_are_accepted_without_a_host_call() {
     let lookup = FakeLookup::node_1();
-    let response = evaluate(&payload("deployment.json", json!({})), &lookup);
+    let response = evaluate(&payload("deployment.json", json!({})), &lookup, &lookup);
     assert!(response.accepted && response.mutated_object.is_none());
     assert!(lookup.calls.borrow().is_empty());
 }
@@ -117,6 +135,7 @@ fn lookup_failure_follows_the_failure_policy() {
     let cause = "Cannot find v1/Node named 'node-1' inside of namespace 'None'";
     let response = evaluate(
         &payload("binding.json", json!({})),
+        &FakeLookup::failing(cause),
         &FakeLookup::failing(cause),
     );
     assert!(response.accepted && response.mutated_object.is_none());
@@ -128,6 +147,7 @@ fn lookup_failure_follows_the_failure_policy() {
     );
     let response = evaluate(
         &payload("binding.json", json!({"failurePolicy":"Fail"})),
+        &FakeLookup::failing(cause),
         &FakeLookup::failing(cause),
     );
     assert!(!response.accepted);
@@ -146,6 +166,7 @@ fn mutated_binding_evaluated_again_changes_nothing() {
             json!({"copy":[{"label":"rack.example.com/*"}]}),
         ),
         &lookup,
+        &lookup,
     );
     let mutated = first.mutated_object.unwrap();
     let mut request: Value =
@@ -155,7 +176,7 @@ fn mutated_binding_evaluated_again_changes_nothing() {
         &json!({"request": request, "settings": {"copy":[{"label":"rack.example.com/*"}]}}),
     )
     .unwrap();
-    let second = evaluate(&again, &lookup);
+    let second = evaluate(&again, &lookup, &lookup);
     assert!(second.accepted && second.mutated_object.is_none());
 }
 
@@ -163,6 +184,7 @@ fn mutated_binding_evaluated_again_changes_nothing() {
 fn spoofed_placed_pod_is_corrected_or_rejected() {
     let response = evaluate(
         &payload("pod-with-node-name-spoofed.json", json!({})),
+        &FakeLookup::node_1(),
         &FakeLookup::node_1(),
     );
     let annotations = &response.mutated_object.unwrap()["metadata"]["annotations"];
@@ -174,6 +196,7 @@ fn spoofed_placed_pod_is_corrected_or_rejected() {
             json!({"onPresetKeys":"Reject"}),
         ),
         &FakeLookup::node_1(),
+        &FakeLookup::node_1(),
     );
     assert!(!response.accepted);
     let message = response.message.unwrap();
@@ -184,7 +207,7 @@ fn spoofed_placed_pod_is_corrected_or_rejected() {
 fn undecodable_requests_are_accepted_with_the_reason() {
     let lookup = FakeLookup::node_1();
     for bad in [&b"not json"[..], b"{}", b"{\"request\": 3}", b""] {
-        let response = evaluate(bad, &lookup);
+        let response = evaluate(bad, &lookup, &lookup);
         assert!(response.accepted);
         let warning = &response.warnings.unwrap()[0];
         assert!(
@@ -225,4 +248,90 @@ fn warnings_are_capped() {
         capped.last().unwrap(),
         "node-metadata-policy: 15 more warnings not shown"
     );
+}
+
+/// The `mutate-pod-binding` sample from Kyverno's blog, `spec.rules` verbatim.
+fn kyverno_mutate_pod_binding() -> Value {
+    serde_json::from_slice(&std::fs::read("test_data/kyverno-mutate-pod-binding.json").unwrap())
+        .unwrap()
+}
+
+#[test]
+fn kyverno_sample_annotates_the_binding_with_the_zone() {
+    assert!(check_settings(&serde_json::to_vec(&kyverno_mutate_pod_binding()).unwrap()).valid);
+    let lookup = FakeLookup::node_1();
+    let response = evaluate(
+        &payload("binding.json", kyverno_mutate_pod_binding()),
+        &lookup,
+        &lookup,
+    );
+    assert!(
+        response.accepted && response.warnings.is_none(),
+        "{:?}",
+        response.warnings
+    );
+    let mutated = response.mutated_object.unwrap();
+    // Exactly what the Kyverno rule writes: the zone, and not the region the
+    // built-in default would add.
+    assert_eq!(
+        mutated["metadata"]["annotations"],
+        json!({"topology.kubernetes.io/zone": "us-east-2a"})
+    );
+    assert_eq!(lookup.calls.borrow().len(), 1, "one Node read");
+}
+
+#[test]
+fn kyverno_sample_without_the_label_writes_empty() {
+    let lookup = FakeLookup {
+        answer: Ok(
+            br#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"node-1","labels":{}}}"#
+                .to_vec(),
+        ),
+        calls: RefCell::default(),
+    };
+    let response = evaluate(
+        &payload("binding.json", kyverno_mutate_pod_binding()),
+        &lookup,
+        &lookup,
+    );
+    let mutated = response.mutated_object.unwrap();
+    assert_eq!(
+        mutated["metadata"]["annotations"],
+        json!({"topology.kubernetes.io/zone": "empty"})
+    );
+}
+
+#[test]
+fn kyverno_sample_ignores_pods_and_follows_the_failure_policy() {
+    let lookup = FakeLookup::node_1();
+    let response = evaluate(
+        &payload("pod-with-node-name.json", kyverno_mutate_pod_binding()),
+        &lookup,
+        &lookup,
+    );
+    assert!(response.accepted && response.mutated_object.is_none());
+    assert!(
+        lookup.calls.borrow().is_empty(),
+        "Pod/binding does not match a Pod"
+    );
+
+    let missing =
+        FakeLookup::failing("Cannot find v1/Node named 'node-1' inside of namespace 'None'");
+    let response = evaluate(
+        &payload("binding.json", kyverno_mutate_pod_binding()),
+        &missing,
+        &missing,
+    );
+    assert!(response.accepted && response.mutated_object.is_none());
+    let warning = &response.warnings.unwrap()[0];
+    assert!(
+        warning.contains("rule \"project-foo\": context \"zone\": Cannot find v1/Node"),
+        "{warning}"
+    );
+
+    let mut settings = kyverno_mutate_pod_binding();
+    settings["failurePolicy"] = json!("Fail");
+    let response = evaluate(&payload("binding.json", settings), &missing, &missing);
+    assert!(!response.accepted);
+    assert!(response.message.unwrap().contains("rule \"project-foo\""));
 }

@@ -1,0 +1,127 @@
+//! The host boundary for rules: reading any Kubernetes object or list through
+//! Kubewarden's capabilities, with the same lookup made once per evaluation.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+};
+
+use crate::node_lookup::host_error_cause;
+
+/// One read the rules need.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Read {
+    Get {
+        api_version: String,
+        kind: String,
+        namespace: Option<String>,
+        name: String,
+    },
+    List {
+        api_version: String,
+        kind: String,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+        field_selector: Option<String>,
+    },
+}
+
+pub trait Cluster {
+    /// The raw JSON answer (an object, or a list shaped `{"items": [...]}`),
+    /// or the cause of the failure in words for a user.
+    fn read(&self, read: &Read) -> Result<Vec<u8>, String>;
+}
+
+/// Reads through policy-server's `kubernetes/*` capabilities.
+pub struct HostCluster;
+
+impl Cluster for HostCluster {
+    fn read(&self, read: &Read) -> Result<Vec<u8>, String> {
+        let (operation, payload) = match read {
+            Read::Get {
+                api_version,
+                kind,
+                namespace,
+                name,
+            } => (
+                "get_resource",
+                serde_json::to_vec(&GetResourceRequest {
+                    api_version: api_version.clone(),
+                    kind: kind.clone(),
+                    name: name.clone(),
+                    namespace: namespace.clone(),
+                    disable_cache: false,
+                    field_masks: None,
+                }),
+            ),
+            Read::List {
+                api_version,
+                kind,
+                namespace: Some(namespace),
+                label_selector,
+                field_selector,
+            } => (
+                "list_resources_by_namespace",
+                serde_json::to_vec(&ListResourcesByNamespaceRequest {
+                    api_version: api_version.clone(),
+                    kind: kind.clone(),
+                    namespace: namespace.clone(),
+                    label_selector: label_selector.clone(),
+                    field_selector: field_selector.clone(),
+                    field_masks: None,
+                }),
+            ),
+            Read::List {
+                api_version,
+                kind,
+                namespace: None,
+                label_selector,
+                field_selector,
+            } => (
+                "list_resources_all",
+                serde_json::to_vec(&ListAllResourcesRequest {
+                    api_version: api_version.clone(),
+                    kind: kind.clone(),
+                    label_selector: label_selector.clone(),
+                    field_selector: field_selector.clone(),
+                    field_masks: None,
+                }),
+            ),
+        };
+        let payload = payload.map_err(|e| format!("cannot encode the host request: {e}"))?;
+        wapc_guest::host_call("kubewarden", "kubernetes", operation, &payload)
+            .map_err(|e| host_error_cause(&e.to_string()))
+    }
+}
+
+/// Remembers every answer for the rest of the evaluation: however many rules
+/// or entries ask for the same object, the host is asked once.
+pub struct CachedCluster<'c> {
+    inner: &'c dyn Cluster,
+    answers: RefCell<BTreeMap<Read, Result<serde_json::Value, String>>>,
+}
+
+impl<'c> CachedCluster<'c> {
+    pub fn new(inner: &'c dyn Cluster) -> Self {
+        CachedCluster {
+            inner,
+            answers: RefCell::default(),
+        }
+    }
+
+    pub fn read_json(&self, read: &Read) -> Result<serde_json::Value, String> {
+        if let Some(answer) = self.answers.borrow().get(read) {
+            return answer.clone();
+        }
+        let answer = self.inner.read(read).and_then(|bytes| {
+            serde_json::from_slice(&bytes)
+                .map_err(|e| format!("the host's answer is not JSON: {e}"))
+        });
+        self.answers
+            .borrow_mut()
+            .insert(read.clone(), answer.clone());
+        answer
+    }
+}

@@ -1,0 +1,570 @@
+//! Running rules: `match` → `exclude` → `context` → `preconditions` →
+//! variable substitution → `mutate`, each rule seeing the previous rule's
+//! result as `request.object`.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use jmespath::{Rcvar, Runtime, Variable};
+use serde_json::{Value, json};
+
+use super::conditions::{Operator, evaluate};
+use super::matching::{RequestFacts, matches};
+use super::patch::{Skip, apply_json6902, parse_json6902, strategic_merge};
+use super::resources::{ResourceKind, kind_of};
+use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
+use super::variables::{substitute, substitute_str};
+use super::{jmes, variables};
+use crate::cluster::{CachedCluster, Read};
+
+/// At most this many elements of a `foreach` list are processed.
+pub const MAX_FOREACH_ELEMENTS: usize = 1000;
+
+/// What running the rules did.
+#[derive(Debug, Default)]
+pub struct RulesOutcome {
+    pub object: Value,
+    pub changed: bool,
+    pub warnings: Vec<String>,
+    /// Set when a rule failed under `failurePolicy: Fail`.
+    pub rejection: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    Fail,
+    Ignore,
+}
+
+pub struct Engine<'r> {
+    pub rules: &'r [RuleSpec],
+    pub resource_kinds: &'r [ResourceKind],
+    pub on_error: OnError,
+}
+
+enum RuleResult {
+    Applied(Value),
+    Skipped,
+}
+
+impl Engine<'_> {
+    pub fn run(&self, request: &Value, cluster: &CachedCluster) -> RulesOutcome {
+        let original = request.get("object").cloned().unwrap_or(Value::Null);
+        let mut outcome = RulesOutcome {
+            object: original.clone(),
+            ..RulesOutcome::default()
+        };
+        let rt = jmes::runtime();
+        let mut current_request = request.clone();
+        for rule in self.rules {
+            if let Some(slot) = current_request.get_mut("object") {
+                *slot = outcome.object.clone();
+            }
+            match self.run_rule(&rt, rule, &current_request, cluster) {
+                Ok(RuleResult::Applied(object)) => outcome.object = object,
+                Ok(RuleResult::Skipped) => {}
+                Err(message) => {
+                    let message = format!("rule {:?}: {message}", rule.name);
+                    match self.on_error {
+                        OnError::Fail => {
+                            outcome.rejection = Some(message);
+                            return outcome;
+                        }
+                        OnError::Ignore => outcome.warnings.push(message),
+                    }
+                }
+            }
+        }
+        outcome.changed = outcome.object != original;
+        outcome
+    }
+
+    fn run_rule(
+        &self,
+        rt: &Runtime,
+        rule: &RuleSpec,
+        request: &Value,
+        cluster: &CachedCluster,
+    ) -> Result<RuleResult, String> {
+        let facts = RequestFacts::from_request(request, self.resource_kinds);
+        let object = request.get("object").unwrap_or(&Value::Null);
+        let Some(match_spec) = &rule.match_ else {
+            return Ok(RuleResult::Skipped);
+        };
+        if !matches(match_spec, &facts, object, cluster)? {
+            return Ok(RuleResult::Skipped);
+        }
+        if let Some(exclude) = &rule.exclude
+            && matches(exclude, &facts, object, cluster)?
+        {
+            return Ok(RuleResult::Skipped);
+        }
+        let mut scope = Scope::new(request);
+        self.load_context(rt, &rule.context, &mut scope, cluster)?;
+        let data = scope.var();
+        if let Some(conditions) = &rule.preconditions
+            && !conditions_hold(rt, conditions, &data)?
+        {
+            return Ok(RuleResult::Skipped);
+        }
+        let Some(mutate) = &rule.mutate else {
+            return Ok(RuleResult::Skipped);
+        };
+        let mut resource = object.clone();
+        if let Some(patch) = &mutate.patch_strategic_merge {
+            let patch = substitute(rt, patch, &data)?;
+            match strategic_merge(&mut resource, &patch) {
+                Ok(_) => {}
+                Err(Skip::Global(_)) => return Ok(RuleResult::Skipped),
+                Err(Skip::Condition) => {}
+            }
+        }
+        if let Some(text) = &mutate.patches_json6902 {
+            let text = render(rt, text, &data)?;
+            let patch = parse_json6902(&text).map_err(|e| format!("patchesJson6902 {e}"))?;
+            apply_json6902(&mut resource, &patch).map_err(|e| format!("patchesJson6902: {e}"))?;
+        }
+        for each in mutate.foreach.iter().flatten() {
+            self.run_foreach(rt, each, &mut resource, &scope, cluster)?;
+        }
+        Ok(RuleResult::Applied(resource))
+    }
+
+    fn run_foreach(
+        &self,
+        rt: &Runtime,
+        each: &ForeachSpec,
+        resource: &mut Value,
+        scope: &Scope,
+        cluster: &CachedCluster,
+    ) -> Result<(), String> {
+        let list = jmes::search_var(rt, &each.list, &scope.var())
+            .map_err(|e| format!("foreach list {:?}: {e}", each.list))?;
+        let elements: Vec<Rcvar> = match &*list {
+            Variable::Array(items) => items.clone(),
+            Variable::Null => Vec::new(),
+            _ => vec![list.clone()],
+        };
+        if elements.len() > MAX_FOREACH_ELEMENTS {
+            return Err(format!(
+                "foreach list {:?} has {} elements; at most {MAX_FOREACH_ELEMENTS} are processed",
+                each.list,
+                elements.len()
+            ));
+        }
+        let indices: Vec<usize> = if each.order.as_deref() == Some("Descending") {
+            (0..elements.len()).rev().collect()
+        } else {
+            (0..elements.len()).collect()
+        };
+        for index in indices {
+            let Some(element) = elements.get(index) else {
+                continue;
+            };
+            let mut scoped = scope.clone();
+            scoped.set("element", element.clone());
+            scoped.set("elementIndex", jmes::to_var(&json!(index)));
+            // The resource as patched so far.
+            scoped.set_object(resource);
+            self.load_context(rt, &each.context, &mut scoped, cluster)?;
+            let data = scoped.var();
+            if let Some(conditions) = &each.preconditions
+                && !conditions_hold(rt, conditions, &data)?
+            {
+                continue;
+            }
+            if let Some(patch) = &each.patch_strategic_merge {
+                let patch = substitute(rt, patch, &data)?;
+                if let Err(Skip::Global(_)) = strategic_merge(resource, &patch) {
+                    continue;
+                }
+            }
+            if let Some(text) = &each.patches_json6902 {
+                let text = render(rt, text, &data)?;
+                let patch =
+                    parse_json6902(&text).map_err(|e| format!("foreach patchesJson6902 {e}"))?;
+                apply_json6902(resource, &patch)
+                    .map_err(|e| format!("foreach patchesJson6902: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn load_context(
+        &self,
+        rt: &Runtime,
+        entries: &[ContextEntry],
+        scope: &mut Scope,
+        cluster: &CachedCluster,
+    ) -> Result<(), String> {
+        for entry in entries {
+            let data = scope.var();
+            let value = if let Some(variable) = &entry.variable {
+                let base = match &variable.value {
+                    Some(value) => Some(jmes::to_var(&substitute(rt, value, &data)?)),
+                    None => None,
+                };
+                let result = match (&variable.jmes_path, base) {
+                    (Some(path), Some(base)) => {
+                        jmes::search_var(rt, &render(rt, path, &data)?, &base)
+                    }
+                    (Some(path), None) => jmes::search_var(rt, &render(rt, path, &data)?, &data),
+                    (None, Some(base)) => Ok(base),
+                    (None, None) => Ok(Rc::new(Variable::Null)),
+                };
+                with_default(result, variable.default.as_ref(), rt, &data, &entry.name)?
+            } else if let Some(call) = &entry.api_call {
+                self.api_call(rt, call, &data, cluster, &entry.name)?
+            } else if let Some(config_map) = &entry.config_map {
+                let name = render(rt, &config_map.name, &data)?;
+                let namespace = match &config_map.namespace {
+                    Some(ns) => render(rt, ns, &data)?,
+                    None => "default".to_string(),
+                };
+                let object = cluster
+                    .read_json(&Read::Get {
+                        api_version: "v1".into(),
+                        kind: "ConfigMap".into(),
+                        namespace: Some(namespace.clone()),
+                        name: name.clone(),
+                    })
+                    .map_err(|e| {
+                        format!(
+                            "context {:?}: ConfigMap {namespace}/{name}: {e}",
+                            entry.name
+                        )
+                    })?;
+                jmes::to_var(&json!({
+                    "data": object.get("data").cloned().unwrap_or(json!({})),
+                    "metadata": object.get("metadata").cloned().unwrap_or(json!({}))
+                }))
+            } else {
+                Rc::new(Variable::Null)
+            };
+            scope.set(&entry.name, value);
+        }
+        Ok(())
+    }
+
+    fn api_call(
+        &self,
+        rt: &Runtime,
+        call: &ApiCall,
+        data: &Rcvar,
+        cluster: &CachedCluster,
+        name: &str,
+    ) -> Result<Rcvar, String> {
+        let url = render(rt, call.url_path.as_deref().unwrap_or(""), data)?;
+        let read = parse_url(&url, self.resource_kinds)
+            .map_err(|e| format!("context {name:?}: urlPath {url:?}: {e}"))?;
+        let answer = cluster.read_json(&read).map(|answer| match read {
+            // List answers are shaped like the API server's: `{"items": [...]}`.
+            Read::List { .. } => {
+                jmes::to_var(&json!({"items": answer.get("items").cloned().unwrap_or(json!([]))}))
+            }
+            Read::Get { .. } => jmes::to_var(&answer),
+        });
+        let result = match (answer, &call.jmes_path) {
+            (Ok(answer), Some(path)) => jmes::search_var(rt, &render(rt, path, data)?, &answer),
+            (Ok(answer), None) => Ok(answer),
+            (Err(e), _) => Err(e),
+        };
+        with_default(result, call.default.as_ref(), rt, data, name)
+    }
+}
+
+/// The variables a rule's expressions see: `request`, `serviceAccountName`,
+/// `serviceAccountNamespace`, then each context entry. Kept as JMESPath
+/// values so the request is converted once per rule, not once per variable.
+#[derive(Clone)]
+struct Scope {
+    vars: BTreeMap<String, Rcvar>,
+}
+
+impl Scope {
+    fn new(request: &Value) -> Scope {
+        let username = request
+            .pointer("/userInfo/username")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let (sa_namespace, sa_name) = username
+            .strip_prefix("system:serviceaccount:")
+            .and_then(|rest| rest.split_once(':'))
+            .unwrap_or(("", ""));
+        let mut vars = BTreeMap::new();
+        vars.insert("request".to_string(), jmes::to_var(request));
+        vars.insert(
+            "serviceAccountName".to_string(),
+            Rc::new(Variable::String(sa_name.to_string())),
+        );
+        vars.insert(
+            "serviceAccountNamespace".to_string(),
+            Rc::new(Variable::String(sa_namespace.to_string())),
+        );
+        Scope { vars }
+    }
+
+    fn set(&mut self, name: &str, value: Rcvar) {
+        self.vars.insert(name.to_string(), value);
+    }
+
+    /// Replaces `request.object`.
+    fn set_object(&mut self, object: &Value) {
+        let Some(Variable::Object(request)) = self.vars.get("request").map(|r| &**r) else {
+            return;
+        };
+        let mut request = request.clone();
+        request.insert("object".to_string(), jmes::to_var(object));
+        self.vars
+            .insert("request".to_string(), Rc::new(Variable::Object(request)));
+    }
+
+    fn var(&self) -> Rcvar {
+        Rc::new(Variable::Object(self.vars.clone()))
+    }
+}
+
+fn with_default(
+    result: Result<Rcvar, String>,
+    default: Option<&Value>,
+    rt: &Runtime,
+    data: &Rcvar,
+    name: &str,
+) -> Result<Rcvar, String> {
+    match (result, default) {
+        (Ok(value), Some(default)) if matches!(*value, Variable::Null) => {
+            Ok(jmes::to_var(&substitute(rt, default, data)?))
+        }
+        (Err(_), Some(default)) => Ok(jmes::to_var(&substitute(rt, default, data)?)),
+        (Ok(value), _) => Ok(value),
+        (Err(e), None) => Err(format!("context {name:?}: {e}")),
+    }
+}
+
+/// Substitutes a string that must stay a string (URLs, JMESPath, patches).
+fn render(rt: &Runtime, text: &str, data: &Rcvar) -> Result<String, String> {
+    Ok(match substitute_str(rt, text, data)? {
+        Value::String(s) => s,
+        other => other.to_string(),
+    })
+}
+
+fn conditions_hold(rt: &Runtime, conditions: &Conditions, data: &Rcvar) -> Result<bool, String> {
+    let check = |list: &[Condition]| -> Result<Vec<bool>, String> {
+        list.iter()
+            .map(|c| {
+                let key = substitute(rt, &c.key, data)?;
+                let value = substitute(rt, &c.value, data)?;
+                Ok(evaluate(&key, Operator::parse(&c.operator)?, &value))
+            })
+            .collect()
+    };
+    match conditions {
+        Conditions::List(all) => Ok(check(all)?.iter().all(|b| *b)),
+        Conditions::Blocks(blocks) => {
+            let any_ok = match &blocks.any {
+                Some(any) if !any.is_empty() => check(any)?.iter().any(|b| *b),
+                _ => true,
+            };
+            let all_ok = match &blocks.all {
+                Some(all) => check(all)?.iter().all(|b| *b),
+                None => true,
+            };
+            Ok(any_ok && all_ok)
+        }
+    }
+}
+
+/// An API server URL path as a host read: `/api/v1/...` and
+/// `/apis/GROUP/VERSION/...`, optional `namespaces/NS/`, a plural, an
+/// optional name, and `labelSelector` / `fieldSelector` query parameters.
+pub fn parse_url(url: &str, extra: &[ResourceKind]) -> Result<Read, String> {
+    let (path, query) = url.split_once('?').unwrap_or((url, ""));
+    let segments: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let (group, version, rest) = match segments.as_slice() {
+        ["api", version, rest @ ..] => ("", *version, rest),
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
+        _ => return Err("must start with /api/v1/ or /apis/GROUP/VERSION/".into()),
+    };
+    let api_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    let (namespace, rest) = match rest {
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(ns.to_string()), rest),
+        _ => (None, rest),
+    };
+    let (plural, name) = match rest {
+        [plural] => (*plural, None),
+        [plural, name] => (*plural, Some(name.to_string())),
+        _ => return Err("must name a resource, optionally followed by one object name".into()),
+    };
+    let (kind, _) = kind_of(group, plural, extra).ok_or_else(|| {
+        format!("resource {plural:?} of group {group:?} is not known; name it in the `resourceKinds` setting")
+    })?;
+    let mut label_selector = None;
+    let mut field_selector = None;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = percent_decode(value);
+        match key {
+            "labelSelector" => label_selector = Some(value),
+            "fieldSelector" => field_selector = Some(value),
+            other => {
+                return Err(format!(
+                    "query parameter {other:?} is not supported (labelSelector, fieldSelector are)"
+                ));
+            }
+        }
+    }
+    Ok(match name {
+        Some(name) => Read::Get {
+            api_version,
+            kind,
+            namespace,
+            name,
+        },
+        None => Read::List {
+            api_version,
+            kind,
+            namespace,
+            label_selector,
+            field_selector,
+        },
+    })
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = |at: usize| bytes.get(at).and_then(|c| (*c as char).to_digit(16));
+        match (b, hex(i + 1), hex(i + 2)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Every JMESPath expression a rule holds, for checking at load time.
+pub fn expressions_of(rule: &RuleSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    let context = |entries: &[ContextEntry], out: &mut Vec<String>| {
+        for entry in entries {
+            if let Some(v) = &entry.variable {
+                out.extend(v.jmes_path.iter().filter(|p| !p.contains("{{")).cloned());
+                if let Some(value) = &v.value {
+                    variables::expressions(value, out);
+                }
+            }
+            if let Some(call) = &entry.api_call {
+                out.extend(call.jmes_path.iter().filter(|p| !p.contains("{{")).cloned());
+                variables::expressions(&json!(call.url_path), out);
+            }
+        }
+    };
+    context(&rule.context, &mut out);
+    if let Some(mutate) = &rule.mutate {
+        if let Some(patch) = &mutate.patch_strategic_merge {
+            variables::expressions(patch, &mut out);
+        }
+        if let Some(text) = &mutate.patches_json6902 {
+            variables::expressions(&json!(text), &mut out);
+        }
+        for each in mutate.foreach.iter().flatten() {
+            if !each.list.contains("{{") {
+                out.push(each.list.clone());
+            }
+            context(&each.context, &mut out);
+            if let Some(patch) = &each.patch_strategic_merge {
+                variables::expressions(patch, &mut out);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_map_onto_host_reads() {
+        assert_eq!(
+            parse_url("/api/v1/nodes/node-1", &[]).unwrap(),
+            Read::Get {
+                api_version: "v1".into(),
+                kind: "Node".into(),
+                namespace: None,
+                name: "node-1".into()
+            }
+        );
+        assert_eq!(
+            parse_url("/api/v1/namespaces/default/configmaps/zones", &[]).unwrap(),
+            Read::Get {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                namespace: Some("default".into()),
+                name: "zones".into()
+            }
+        );
+        assert_eq!(
+            parse_url("/api/v1/namespaces/prod", &[]).unwrap(),
+            Read::Get {
+                api_version: "v1".into(),
+                kind: "Namespace".into(),
+                namespace: None,
+                name: "prod".into()
+            }
+        );
+        assert_eq!(
+            parse_url(
+                "/apis/apps/v1/namespaces/web/deployments?labelSelector=app%3Dweb%2Ctier+in+(a)",
+                &[]
+            )
+            .unwrap(),
+            Read::List {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: Some("web".into()),
+                label_selector: Some("app=web,tier in (a)".into()),
+                field_selector: None
+            }
+        );
+        assert!(matches!(
+            parse_url("/api/v1/nodes", &[]).unwrap(),
+            Read::List {
+                namespace: None,
+                ..
+            }
+        ));
+        assert!(
+            parse_url("/apis/example.com/v1/widgets", &[])
+                .unwrap_err()
+                .contains("resourceKinds")
+        );
+        assert!(parse_url("/healthz", &[]).is_err());
+        assert!(
+            parse_url("/api/v1/nodes?watch=true", &[])
+                .unwrap_err()
+                .contains("watch")
+        );
+    }
+}

@@ -1,0 +1,400 @@
+//! `match` and `exclude`: which requests a rule applies to.
+
+use serde_json::Value;
+
+use super::resources::{ResourceKind, kind_of};
+use super::spec::{Filter, LabelSelector, MatchSpec, ResourceDescription, Subject};
+use crate::cluster::{CachedCluster, Read};
+use crate::glob::wildcard;
+
+/// What matching needs to know about a request, read once from its JSON.
+#[derive(Debug, Default)]
+pub struct RequestFacts {
+    pub operation: String,
+    pub group: String,
+    pub version: String,
+    /// The kind of the resource (the parent's kind for a subresource:
+    /// `Pod` for `pods/binding`).
+    pub kind: String,
+    pub sub_resource: String,
+    pub name: String,
+    pub namespace: String,
+    pub username: String,
+    pub groups: Vec<String>,
+}
+
+impl RequestFacts {
+    pub fn from_request(request: &Value, extra: &[ResourceKind]) -> RequestFacts {
+        let text = |path: &str| {
+            request
+                .pointer(path)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let group = text("/resource/group");
+        let sub_resource = text("/subResource");
+        let kind = if sub_resource.is_empty() {
+            text("/kind/kind")
+        } else {
+            kind_of(&group, &text("/resource/resource"), extra)
+                .map(|(k, _)| k)
+                .unwrap_or_default()
+        };
+        let object = match request.get("object") {
+            Some(Value::Null) | None => request.get("oldObject"),
+            object => object,
+        };
+        let name = object
+            .and_then(|o| o.pointer("/metadata/name"))
+            .and_then(Value::as_str)
+            .map_or_else(|| text("/name"), str::to_string);
+        RequestFacts {
+            operation: text("/operation"),
+            group,
+            version: text("/resource/version"),
+            kind,
+            sub_resource,
+            name,
+            namespace: text("/namespace"),
+            username: text("/userInfo/username"),
+            groups: request
+                .pointer("/userInfo/groups")
+                .and_then(Value::as_array)
+                .map(|g| {
+                    g.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Whether a `match` or `exclude` block selects the request.
+pub fn matches(
+    spec: &MatchSpec,
+    facts: &RequestFacts,
+    object: &Value,
+    cluster: &CachedCluster,
+) -> Result<bool, String> {
+    if let Some(any) = &spec.any {
+        for filter in any {
+            if filter_matches(filter, facts, object, cluster)? {
+                return Ok(true);
+            }
+        }
+        return Ok(false);
+    }
+    if let Some(all) = &spec.all {
+        for filter in all {
+            if !filter_matches(filter, facts, object, cluster)? {
+                return Ok(false);
+            }
+        }
+        return Ok(!all.is_empty());
+    }
+    let legacy = Filter {
+        resources: spec.resources.clone(),
+        subjects: spec.subjects.clone(),
+        roles: spec.roles.clone(),
+        cluster_roles: spec.cluster_roles.clone(),
+    };
+    filter_matches(&legacy, facts, object, cluster)
+}
+
+fn filter_matches(
+    filter: &Filter,
+    facts: &RequestFacts,
+    object: &Value,
+    cluster: &CachedCluster,
+) -> Result<bool, String> {
+    if let Some(resources) = &filter.resources
+        && !resources_match(resources, facts, object, cluster)?
+    {
+        return Ok(false);
+    }
+    if let Some(subjects) = &filter.subjects
+        && !subjects.iter().any(|s| subject_matches(s, facts))
+    {
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+fn resources_match(
+    r: &ResourceDescription,
+    facts: &RequestFacts,
+    object: &Value,
+    cluster: &CachedCluster,
+) -> Result<bool, String> {
+    if !r.kinds.is_empty() && !r.kinds.iter().any(|k| kind_matches(k, facts)) {
+        return Ok(false);
+    }
+    let names: Vec<&String> = r.names.iter().chain(r.name.iter()).collect();
+    if !names.is_empty() && !names.iter().any(|n| wildcard(n, &facts.name)) {
+        return Ok(false);
+    }
+    if !r.namespaces.is_empty() && !r.namespaces.iter().any(|n| wildcard(n, &facts.namespace)) {
+        return Ok(false);
+    }
+    if !r.operations.is_empty() && !r.operations.contains(&facts.operation) {
+        return Ok(false);
+    }
+    let metadata_map = |field: &str| {
+        object
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_object)
+    };
+    if !r.annotations.is_empty() {
+        let annotations = metadata_map("annotations");
+        let all = r.annotations.iter().all(|(k, v)| {
+            annotations.is_some_and(|a| {
+                a.iter().any(|(ak, av)| {
+                    wildcard(k, ak) && av.as_str().is_some_and(|av| wildcard(v, av))
+                })
+            })
+        });
+        if !all {
+            return Ok(false);
+        }
+    }
+    if let Some(selector) = &r.selector
+        && !selector_matches(selector, metadata_map("labels"))
+    {
+        return Ok(false);
+    }
+    if let Some(selector) = &r.namespace_selector {
+        if facts.namespace.is_empty() {
+            return Ok(false);
+        }
+        let namespace = cluster.read_json(&Read::Get {
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+            namespace: None,
+            name: facts.namespace.clone(),
+        })?;
+        let labels = namespace
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object);
+        if !selector_matches(selector, labels) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn is_version(segment: &str) -> bool {
+    if segment == "*" {
+        return true;
+    }
+    let Some(rest) = segment.strip_prefix('v') else {
+        return false;
+    };
+    let digits = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    if digits.len() == rest.len() {
+        return false;
+    }
+    let tail = digits
+        .strip_prefix("alpha")
+        .or_else(|| digits.strip_prefix("beta"))
+        .unwrap_or(digits);
+    tail.chars().all(|c| c.is_ascii_digit()) && (tail.is_empty() || digits != tail)
+}
+
+/// Kyverno's kind forms: `Kind`, `Version/Kind`, `Group/Version/Kind`,
+/// `Kind/subresource`, `Group/Version/Kind/subresource`, `*`, `*/*`.
+pub fn kind_matches(pattern: &str, facts: &RequestFacts) -> bool {
+    if pattern == "*/*" {
+        return true;
+    }
+    let parts: Vec<&str> = pattern.split('/').collect();
+    let (group, version, kind, sub) = match parts.as_slice() {
+        [kind] => (None, None, *kind, None),
+        [first, second] if is_version(first) => (None, Some(*first), *second, None),
+        [kind, sub] => (None, None, *kind, Some(*sub)),
+        [group, version, kind] => (Some(*group), Some(*version), *kind, None),
+        [group, version, kind, sub] => (Some(*group), Some(*version), *kind, Some(*sub)),
+        _ => return false,
+    };
+    group.is_none_or(|g| wildcard(g, &facts.group))
+        && version.is_none_or(|v| wildcard(v, &facts.version))
+        && wildcard(kind, &facts.kind)
+        && match sub {
+            None => facts.sub_resource.is_empty(),
+            Some(sub) => wildcard(sub, &facts.sub_resource),
+        }
+}
+
+fn subject_matches(subject: &Subject, facts: &RequestFacts) -> bool {
+    match subject.kind.as_str() {
+        "User" => wildcard(&subject.name, &facts.username),
+        "Group" => facts.groups.iter().any(|g| wildcard(&subject.name, g)),
+        "ServiceAccount" => {
+            let namespace = subject.namespace.as_deref().unwrap_or("");
+            facts.username == format!("system:serviceaccount:{namespace}:{}", subject.name)
+        }
+        _ => false,
+    }
+}
+
+/// Label selector semantics, with Kyverno's wildcards in `matchLabels`.
+pub fn selector_matches(
+    selector: &LabelSelector,
+    labels: Option<&serde_json::Map<String, Value>>,
+) -> bool {
+    let get = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+    let labels_ok = selector.match_labels.iter().all(|(k, v)| {
+        if k.contains(['*', '?']) {
+            labels.is_some_and(|l| {
+                l.iter().any(|(lk, lv)| {
+                    wildcard(k, lk) && lv.as_str().is_some_and(|lv| wildcard(v, lv))
+                })
+            })
+        } else {
+            get(k).is_some_and(|lv| wildcard(v, lv))
+        }
+    });
+    labels_ok
+        && selector
+            .match_expressions
+            .iter()
+            .all(|e| match e.operator.as_str() {
+                "In" => get(&e.key).is_some_and(|v| e.values.iter().any(|x| x == v)),
+                "NotIn" => get(&e.key).is_none_or(|v| !e.values.iter().any(|x| x == v)),
+                "Exists" => get(&e.key).is_some(),
+                "DoesNotExist" => get(&e.key).is_none(),
+                _ => false,
+            })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn facts(request: Value) -> RequestFacts {
+        RequestFacts::from_request(&request, &[])
+    }
+
+    fn binding() -> RequestFacts {
+        facts(
+            json!({"operation":"CREATE","kind":{"group":"","version":"v1","kind":"Binding"},
+            "resource":{"group":"","version":"v1","resource":"pods"},"subResource":"binding",
+            "namespace":"default","object":{"metadata":{"name":"busybox"}},
+            "userInfo":{"username":"system:kube-scheduler","groups":["system:authenticated"]}}),
+        )
+    }
+
+    fn deployment() -> RequestFacts {
+        facts(
+            json!({"operation":"UPDATE","kind":{"group":"apps","version":"v1","kind":"Deployment"},
+            "resource":{"group":"apps","version":"v1","resource":"deployments"},"namespace":"web",
+            "object":{"metadata":{"name":"web-1"}},
+            "userInfo":{"username":"system:serviceaccount:ci:deployer","groups":[]}}),
+        )
+    }
+
+    #[test]
+    fn kind_forms() {
+        let b = binding();
+        assert_eq!(b.kind, "Pod");
+        assert!(kind_matches("Pod/binding", &b));
+        assert!(
+            !kind_matches("Pod", &b),
+            "a bare kind does not match a subresource"
+        );
+        assert!(!kind_matches("Binding", &b), "Binding is not Pod/binding");
+        assert!(kind_matches("*/*", &b));
+        assert!(!kind_matches("*", &b));
+        let d = deployment();
+        for yes in [
+            "Deployment",
+            "v1/Deployment",
+            "apps/v1/Deployment",
+            "apps/*/Deployment",
+            "*",
+            "Deploy*",
+        ] {
+            assert!(kind_matches(yes, &d), "{yes}");
+        }
+        for no in [
+            "Pod",
+            "v2/Deployment",
+            "batch/v1/Deployment",
+            "Deployment/scale",
+        ] {
+            assert!(!kind_matches(no, &d), "{no}");
+        }
+    }
+
+    #[test]
+    fn versions_are_told_from_kinds() {
+        for v in ["v1", "v2beta1", "v1alpha3", "*"] {
+            assert!(is_version(v), "{v}");
+        }
+        for k in ["Pod", "vanilla", "v", "v1x"] {
+            assert!(!is_version(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn subjects() {
+        let d = deployment();
+        let sa = Subject {
+            kind: "ServiceAccount".into(),
+            name: "deployer".into(),
+            namespace: Some("ci".into()),
+            api_group: None,
+        };
+        assert!(subject_matches(&sa, &d));
+        let user = Subject {
+            kind: "User".into(),
+            name: "system:kube-*".into(),
+            namespace: None,
+            api_group: None,
+        };
+        assert!(subject_matches(&user, &binding()));
+        let group = Subject {
+            kind: "Group".into(),
+            name: "system:authenticated".into(),
+            namespace: None,
+            api_group: None,
+        };
+        assert!(subject_matches(&group, &binding()) && !subject_matches(&group, &d));
+    }
+
+    #[test]
+    fn selectors() {
+        let labels = json!({"app":"web","tier":"front"});
+        let labels = labels.as_object();
+        let sel = |v: Value| serde_json::from_value::<LabelSelector>(v).unwrap();
+        assert!(selector_matches(
+            &sel(json!({"matchLabels":{"app":"web"}})),
+            labels
+        ));
+        assert!(selector_matches(
+            &sel(json!({"matchLabels":{"app":"w*"}})),
+            labels
+        ));
+        assert!(!selector_matches(
+            &sel(json!({"matchLabels":{"app":"db"}})),
+            labels
+        ));
+        assert!(selector_matches(
+            &sel(
+                json!({"matchExpressions":[{"key":"tier","operator":"In","values":["front","back"]}]})
+            ),
+            labels
+        ));
+        assert!(selector_matches(
+            &sel(json!({"matchExpressions":[{"key":"x","operator":"DoesNotExist"}]})),
+            labels
+        ));
+        assert!(!selector_matches(
+            &sel(json!({"matchExpressions":[{"key":"app","operator":"NotIn","values":["web"]}]})),
+            labels
+        ));
+    }
+}

@@ -1,0 +1,257 @@
+//! Kyverno-equivalent rules (kyverno.io/v1 `spec.rules`), evaluated at
+//! admission: load-time checks here, evaluation in [`engine`].
+
+pub mod conditions;
+pub mod engine;
+pub mod jmes;
+pub mod matching;
+pub mod patch;
+pub mod resources;
+pub mod spec;
+pub mod variables;
+
+use spec::{ContextEntry, MatchSpec, RuleSpec};
+
+/// At most this many rules: one evaluation's work stays bounded.
+pub const MAX_RULES: usize = 200;
+
+/// Everything that can be checked before the first request: unsupported
+/// fields (with the reason), operators, JMESPath, patches without variables.
+pub fn check(rules: &[RuleSpec]) -> Result<(), String> {
+    if rules.len() > MAX_RULES {
+        return Err(format!(
+            "settings.rules: {} rules; at most {MAX_RULES} are allowed",
+            rules.len()
+        ));
+    }
+    let rt = jmes::runtime();
+    for (i, rule) in rules.iter().enumerate() {
+        let at = |field: &str| format!("settings.rules[{i}].{field}");
+        if rule.name.trim().is_empty() {
+            return Err(format!("{}: a rule needs a name", at("name")));
+        }
+        if rules.iter().take(i).any(|r| r.name == rule.name) {
+            return Err(format!(
+                "{}: rule name {:?} is used twice",
+                at("name"),
+                rule.name
+            ));
+        }
+        let refused = [
+            (
+                rule.validate.is_some(),
+                "validate",
+                "validate rules are not supported: this is a mutating policy; use a Kubewarden validating policy",
+            ),
+            (
+                rule.generate.is_some(),
+                "generate",
+                "generate rules need a background controller that creates objects; an admission policy can only change the object under admission",
+            ),
+            (
+                rule.verify_images.is_some(),
+                "verifyImages",
+                "image verification is not supported here; use Kubewarden's image signature policies",
+            ),
+            (
+                rule.image_extractors.is_some(),
+                "imageExtractors",
+                "image extractors are not supported",
+            ),
+            (
+                rule.cel_preconditions.is_some(),
+                "celPreconditions",
+                "CEL preconditions are not supported; use `preconditions`",
+            ),
+        ];
+        if let Some((_, field, why)) = refused.iter().find(|(present, _, _)| *present) {
+            return Err(format!("{}: {why}", at(field)));
+        }
+        let Some(match_spec) = &rule.match_ else {
+            return Err(format!(
+                "{}: a rule needs `match` to say which requests it applies to",
+                at("match")
+            ));
+        };
+        check_match(match_spec, &at("match"))?;
+        if let Some(exclude) = &rule.exclude {
+            check_match(exclude, &at("exclude"))?;
+        }
+        check_context(&rule.context, &at("context"))?;
+        check_conditions(rule.preconditions.as_ref(), &at("preconditions"))?;
+        let Some(mutate) = &rule.mutate else {
+            return Err(format!(
+                "{}: a rule needs `mutate`; this policy only mutates",
+                at("mutate")
+            ));
+        };
+        if mutate.targets.is_some() || mutate.mutate_existing_on_policy_update.is_some() {
+            let field = if mutate.targets.is_some() {
+                "mutate.targets"
+            } else {
+                "mutate.mutateExistingOnPolicyUpdate"
+            };
+            return Err(format!(
+                "{}: mutating existing resources needs a background controller; an admission policy can only change the object under admission",
+                at(field)
+            ));
+        }
+        if mutate.patch_strategic_merge.is_none()
+            && mutate.patches_json6902.is_none()
+            && mutate.foreach.is_none()
+        {
+            return Err(format!(
+                "{}: set patchStrategicMerge, patchesJson6902 or foreach",
+                at("mutate")
+            ));
+        }
+        if let Some(text) = &mutate.patches_json6902
+            && !text.contains("{{")
+        {
+            patch::parse_json6902(text)
+                .map_err(|e| format!("{}: {e}", at("mutate.patchesJson6902")))?;
+        }
+        for (j, each) in mutate.foreach.iter().flatten().enumerate() {
+            let at_each = |f: &str| at(&format!("mutate.foreach[{j}].{f}"));
+            if each.foreach.is_some() {
+                return Err(format!(
+                    "{}: nested foreach is not supported yet",
+                    at_each("foreach")
+                ));
+            }
+            if each.patch_strategic_merge.is_none() && each.patches_json6902.is_none() {
+                return Err(format!(
+                    "{}: set patchStrategicMerge or patchesJson6902",
+                    at(&format!("mutate.foreach[{j}]"))
+                ));
+            }
+            if let Some(order) = &each.order
+                && order != "Ascending"
+                && order != "Descending"
+            {
+                return Err(format!(
+                    "{}: expected Ascending or Descending, got {order:?}",
+                    at_each("order")
+                ));
+            }
+            check_context(&each.context, &at_each("context"))?;
+            check_conditions(each.preconditions.as_ref(), &at_each("preconditions"))?;
+        }
+        for expression in engine::expressions_of(rule) {
+            jmes::check(&rt, &expression).map_err(|e| {
+                format!("settings.rules[{i}]: JMESPath {expression:?} is invalid: {e}")
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn check_match(spec: &MatchSpec, at: &str) -> Result<(), String> {
+    if spec.any.is_some() && spec.all.is_some() {
+        return Err(format!("{at}: set either `any` or `all`, not both"));
+    }
+    if (spec.any.is_some() || spec.all.is_some())
+        && (spec.resources.is_some() || spec.subjects.is_some())
+    {
+        return Err(format!(
+            "{at}: `resources`/`subjects` go inside the `any` or `all` filters"
+        ));
+    }
+    let filters = spec.any.iter().chain(spec.all.iter()).flatten();
+    let roles = spec.roles.is_some()
+        || spec.cluster_roles.is_some()
+        || filters
+            .clone()
+            .any(|f| f.roles.is_some() || f.cluster_roles.is_some());
+    if roles {
+        return Err(format!(
+            "{at}: `roles` and `clusterRoles` are not supported yet: policy-server does not tell a policy the requester's roles"
+        ));
+    }
+    for resources in filters
+        .filter_map(|f| f.resources.as_ref())
+        .chain(spec.resources.iter())
+    {
+        for op in &resources.operations {
+            if !matches!(op.as_str(), "CREATE" | "UPDATE" | "DELETE" | "CONNECT") {
+                return Err(format!(
+                    "{at}: operation {op:?} is not CREATE, UPDATE, DELETE or CONNECT"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_context(entries: &[ContextEntry], at: &str) -> Result<(), String> {
+    for (k, entry) in entries.iter().enumerate() {
+        let at = format!("{at}[{k}]");
+        if entry.name.trim().is_empty() {
+            return Err(format!("{at}.name: a context entry needs a name"));
+        }
+        if entry.image_registry.is_some() {
+            return Err(format!(
+                "{at}.imageRegistry: reading image registries is not supported by this policy"
+            ));
+        }
+        if entry.global_reference.is_some() {
+            return Err(format!(
+                "{at}.globalReference: Kyverno's global context does not exist in Kubewarden; use apiCall"
+            ));
+        }
+        let sources = [
+            entry.variable.is_some(),
+            entry.api_call.is_some(),
+            entry.config_map.is_some(),
+        ];
+        if sources.iter().filter(|s| **s).count() != 1 {
+            return Err(format!(
+                "{at}: set exactly one of variable, apiCall, configMap"
+            ));
+        }
+        if let Some(call) = &entry.api_call {
+            if call.service.is_some() {
+                return Err(format!(
+                    "{at}.apiCall.service: calls to services are not possible; policy-server only reads the Kubernetes API"
+                ));
+            }
+            if call.data.is_some() || call.method.as_deref().is_some_and(|m| m != "GET") {
+                return Err(format!(
+                    "{at}.apiCall.method: only GET is possible; policy-server only reads the Kubernetes API"
+                ));
+            }
+            let Some(url) = &call.url_path else {
+                return Err(format!("{at}.apiCall.urlPath: required"));
+            };
+            if !url.contains("{{") {
+                engine::parse_url(url, &[]).map_err(|e| format!("{at}.apiCall.urlPath: {e}"))?;
+            }
+        }
+        if let Some(variable) = &entry.variable
+            && variable.value.is_none()
+            && variable.jmes_path.is_none()
+        {
+            return Err(format!("{at}.variable: set value or jmesPath"));
+        }
+    }
+    Ok(())
+}
+
+fn check_conditions(conditions: Option<&spec::Conditions>, at: &str) -> Result<(), String> {
+    let Some(conditions) = conditions else {
+        return Ok(());
+    };
+    let list: Vec<&spec::Condition> = match conditions {
+        spec::Conditions::List(all) => all.iter().collect(),
+        spec::Conditions::Blocks(b) => b
+            .any
+            .iter()
+            .flatten()
+            .chain(b.all.iter().flatten())
+            .collect(),
+    };
+    for condition in list {
+        conditions::Operator::parse(&condition.operator).map_err(|e| format!("{at}: {e}"))?;
+    }
+    Ok(())
+}

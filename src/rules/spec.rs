@@ -1,0 +1,236 @@
+//! The rule schema: Kyverno's `spec.rules` (kyverno.io/v1), as users paste it.
+//! Fields an admission-only policy cannot honour are named here so that
+//! loading can refuse them with the reason instead of "unknown field".
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuleSpec {
+    pub name: String,
+    #[serde(rename = "match")]
+    pub match_: Option<MatchSpec>,
+    #[serde(default)]
+    pub exclude: Option<MatchSpec>,
+    #[serde(default)]
+    pub context: Vec<ContextEntry>,
+    #[serde(default)]
+    pub preconditions: Option<Conditions>,
+    #[serde(default)]
+    pub mutate: Option<MutateSpec>,
+    // Accepted because Kyverno policies carry them; they change nothing at admission.
+    #[serde(default)]
+    pub skip_background_requests: Option<bool>,
+    #[serde(default)]
+    pub report_properties: Option<IgnoredAny>,
+    // Refused, with the reason, when the rules are loaded.
+    #[serde(default)]
+    pub validate: Option<IgnoredAny>,
+    #[serde(default)]
+    pub generate: Option<IgnoredAny>,
+    #[serde(default)]
+    pub verify_images: Option<IgnoredAny>,
+    #[serde(default)]
+    pub image_extractors: Option<IgnoredAny>,
+    #[serde(default)]
+    pub cel_preconditions: Option<IgnoredAny>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MatchSpec {
+    #[serde(default)]
+    pub any: Option<Vec<Filter>>,
+    #[serde(default)]
+    pub all: Option<Vec<Filter>>,
+    // The older single-filter form.
+    #[serde(default)]
+    pub resources: Option<ResourceDescription>,
+    #[serde(default)]
+    pub subjects: Option<Vec<Subject>>,
+    #[serde(default)]
+    pub roles: Option<Vec<String>>,
+    #[serde(default)]
+    pub cluster_roles: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Filter {
+    #[serde(default)]
+    pub resources: Option<ResourceDescription>,
+    #[serde(default)]
+    pub subjects: Option<Vec<Subject>>,
+    #[serde(default)]
+    pub roles: Option<Vec<String>>,
+    #[serde(default)]
+    pub cluster_roles: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResourceDescription {
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub names: Vec<String>,
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default)]
+    pub selector: Option<LabelSelector>,
+    #[serde(default)]
+    pub namespace_selector: Option<LabelSelector>,
+    #[serde(default)]
+    pub operations: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LabelSelector {
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub match_expressions: Vec<SelectorRequirement>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelectorRequirement {
+    pub key: String,
+    pub operator: String,
+    #[serde(default)]
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Subject {
+    pub kind: String,
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub api_group: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ContextEntry {
+    pub name: String,
+    #[serde(default)]
+    pub variable: Option<VariableSource>,
+    #[serde(default)]
+    pub api_call: Option<ApiCall>,
+    #[serde(default)]
+    pub config_map: Option<ConfigMapRef>,
+    #[serde(default)]
+    pub image_registry: Option<IgnoredAny>,
+    #[serde(default)]
+    pub global_reference: Option<IgnoredAny>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VariableSource {
+    #[serde(default)]
+    pub value: Option<Value>,
+    #[serde(default)]
+    pub jmes_path: Option<String>,
+    #[serde(default)]
+    pub default: Option<Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApiCall {
+    #[serde(default)]
+    pub url_path: Option<String>,
+    #[serde(default)]
+    pub method: Option<String>,
+    #[serde(default)]
+    pub data: Option<IgnoredAny>,
+    #[serde(default)]
+    pub service: Option<IgnoredAny>,
+    #[serde(default)]
+    pub jmes_path: Option<String>,
+    #[serde(default)]
+    pub default: Option<Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigMapRef {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// `preconditions`: either `{any, all}` or (older form) a plain list, which
+/// means `all`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Conditions {
+    Blocks(ConditionBlocks),
+    List(Vec<Condition>),
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConditionBlocks {
+    #[serde(default)]
+    pub any: Option<Vec<Condition>>,
+    #[serde(default)]
+    pub all: Option<Vec<Condition>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    pub key: Value,
+    pub operator: String,
+    #[serde(default)]
+    pub value: Value,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MutateSpec {
+    #[serde(default)]
+    pub patch_strategic_merge: Option<Value>,
+    #[serde(default, rename = "patchesJson6902")]
+    pub patches_json6902: Option<String>,
+    #[serde(default)]
+    pub foreach: Option<Vec<ForeachSpec>>,
+    #[serde(default)]
+    pub targets: Option<IgnoredAny>,
+    #[serde(default)]
+    pub mutate_existing_on_policy_update: Option<IgnoredAny>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ForeachSpec {
+    pub list: String,
+    #[serde(default)]
+    pub context: Vec<ContextEntry>,
+    #[serde(default)]
+    pub preconditions: Option<Conditions>,
+    #[serde(default)]
+    pub patch_strategic_merge: Option<Value>,
+    #[serde(default, rename = "patchesJson6902")]
+    pub patches_json6902: Option<String>,
+    #[serde(default)]
+    pub order: Option<String>,
+    #[serde(default)]
+    pub foreach: Option<IgnoredAny>,
+}

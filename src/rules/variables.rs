@@ -1,0 +1,210 @@
+//! `{{ ... }}` variable substitution, as Kyverno does it: JMESPath over the
+//! rule's context, innermost braces first, `\{{` escapes, a value that is
+//! exactly one variable keeps its type, embedded ones are stringified, and a
+//! variable that resolves to nothing is an error naming it.
+
+use jmespath::{Rcvar, Runtime, Variable};
+use serde_json::Value;
+
+use super::jmes;
+
+/// At most this many substitutions in one string: nested braces cannot make
+/// one value loop for ever.
+pub const MAX_SUBSTITUTIONS: usize = 64;
+/// Longest string substitution may produce.
+pub const MAX_SUBSTITUTED_LEN: usize = 256 * 1024;
+
+const ESCAPED_OPEN: &str = "\u{0}escaped-open\u{0}";
+
+/// Substitutes every variable in `value` (strings at any depth, and object
+/// keys).
+pub fn substitute(rt: &Runtime, value: &Value, data: &Rcvar) -> Result<Value, String> {
+    Ok(match value {
+        Value::String(text) => substitute_str(rt, text, data)?,
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| substitute(rt, item, data))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            for (key, item) in map {
+                let key = match substitute_str(rt, key, data)? {
+                    Value::String(key) => key,
+                    other => other.to_string(),
+                };
+                out.insert(key, substitute(rt, item, data)?);
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    })
+}
+
+/// Substitutes the variables of one string.
+pub fn substitute_str(rt: &Runtime, text: &str, data: &Rcvar) -> Result<Value, String> {
+    if !text.contains("{{") {
+        return Ok(Value::String(text.to_string()));
+    }
+    let mut current = text.replace("\\{{", ESCAPED_OPEN);
+    for _ in 0..MAX_SUBSTITUTIONS {
+        // The first closing braces and the last opening before them delimit
+        // an innermost variable.
+        let Some((open, close)) = innermost(&current) else {
+            break;
+        };
+        let expression = current.get(open + 2..close).unwrap_or("").trim();
+        let whole = open == 0 && close + 2 == current.len();
+        let value = resolve(rt, expression, data)?;
+        if whole {
+            return Ok(value);
+        }
+        let rendered = match value {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        let (head, tail) = (
+            current.get(..open).unwrap_or(""),
+            current.get(close + 2..).unwrap_or(""),
+        );
+        if head.len() + rendered.len() + tail.len() > MAX_SUBSTITUTED_LEN {
+            return Err(format!(
+                "substituting {{{{{expression}}}}} makes a value longer than {MAX_SUBSTITUTED_LEN} bytes"
+            ));
+        }
+        current = format!("{head}{rendered}{tail}");
+    }
+    if innermost(&current).is_some() {
+        return Err(format!(
+            "more than {MAX_SUBSTITUTIONS} variables in one value"
+        ));
+    }
+    Ok(Value::String(current.replace(ESCAPED_OPEN, "{{")))
+}
+
+/// The first `}}` that has a `{{` before it, and the last such `{{`.
+fn innermost(text: &str) -> Option<(usize, usize)> {
+    let mut from = 0;
+    loop {
+        let close = from + text.get(from..)?.find("}}")?;
+        if let Some(open) = text.get(..close).and_then(|head| head.rfind("{{")) {
+            return Some((open, close));
+        }
+        from = close + 2;
+    }
+}
+
+fn resolve(rt: &Runtime, expression: &str, data: &Rcvar) -> Result<Value, String> {
+    if expression.is_empty() {
+        return Err("empty variable {{}}".to_string());
+    }
+    match jmes::search_var(rt, expression, data) {
+        Ok(var) if matches!(*var, Variable::Null) => Err(format!(
+            "variable {{{{{expression}}}}} could not be resolved"
+        )),
+        Ok(var) => Ok(jmes::to_value(&var)),
+        Err(e) => Err(format!("variable {{{{{expression}}}}}: {e}")),
+    }
+}
+
+/// Every `{{ expression }}` in a settings value, for load-time checks.
+pub fn expressions(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(text) => {
+            let mut rest = text.as_str();
+            while let Some(open) = rest.find("{{") {
+                let after = rest.get(open + 2..).unwrap_or("");
+                let Some(close) = after.find("}}") else { break };
+                let inner = after.get(..close).unwrap_or("");
+                // Nested braces are checked after substitution, at evaluation.
+                if !inner.contains("{{") && !rest.get(..open).unwrap_or("").ends_with('\\') {
+                    out.push(inner.trim().to_string());
+                }
+                rest = after.get(close + 2..).unwrap_or("");
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| expressions(i, out)),
+        Value::Object(map) => map.iter().for_each(|(k, v)| {
+            expressions(&Value::String(k.clone()), out);
+            expressions(v, out);
+        }),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sub(text: &str, data: Value) -> Result<Value, String> {
+        substitute_str(&jmes::runtime(), text, &jmes::to_var(&data))
+    }
+
+    #[test]
+    fn a_whole_value_keeps_its_type_and_embedded_ones_are_strings() {
+        let data = json!({"n": 3, "o": {"a": 1}, "s": "x"});
+        assert_eq!(sub("{{n}}", data.clone()).unwrap(), json!(3));
+        assert_eq!(sub("{{ o }}", data.clone()).unwrap(), json!({"a": 1}));
+        assert_eq!(
+            sub("n={{n}} s={{s}}", data.clone()).unwrap(),
+            json!("n=3 s=x")
+        );
+        assert_eq!(sub("o={{o}}", data).unwrap(), json!("o={\"a\":1}"));
+    }
+
+    #[test]
+    fn inner_braces_first_and_escapes() {
+        let data = json!({"key": "zone", "labels": {"zone": "a"}});
+        assert_eq!(
+            sub("{{ labels.{{key}} }}", data.clone()).unwrap(),
+            json!("a")
+        );
+        assert_eq!(
+            sub("\\{{ key }} stays", data.clone()).unwrap(),
+            json!("{{ key }} stays")
+        );
+        assert_eq!(
+            sub("\\{{ key }} and {{ key }}", data.clone()).unwrap(),
+            json!("{{ key }} and zone")
+        );
+        assert_eq!(sub("no variables", data).unwrap(), json!("no variables"));
+    }
+
+    #[test]
+    fn unresolved_variables_are_errors_naming_them() {
+        let err = sub("{{ missing.path }}", json!({})).unwrap_err();
+        assert_eq!(err, "variable {{missing.path}} could not be resolved");
+        assert_eq!(sub("{{ missing || '' }}", json!({})).unwrap(), json!(""));
+        assert!(
+            sub("{{ a.[ }}", json!({}))
+                .unwrap_err()
+                .starts_with("variable {{a.[}}:")
+        );
+    }
+
+    #[test]
+    fn substitution_is_bounded() {
+        let many = "{{'x'}}".repeat(MAX_SUBSTITUTIONS + 1);
+        assert!(
+            sub(&many, json!({}))
+                .unwrap_err()
+                .contains("more than 64 variables")
+        );
+    }
+
+    #[test]
+    fn keys_and_nested_values_are_substituted() {
+        let rt = jmes::runtime();
+        let value = json!({"metadata": {"annotations": {"{{k}}": "{{v}}"}}, "list": ["{{v}}"]});
+        let out = substitute(&rt, &value, &jmes::to_var(&json!({"k": "zone", "v": "a"}))).unwrap();
+        assert_eq!(
+            out,
+            json!({"metadata": {"annotations": {"zone": "a"}}, "list": ["a"]})
+        );
+        let mut found = Vec::new();
+        expressions(&value, &mut found);
+        assert_eq!(found, ["v", "k", "v"]);
+    }
+}
