@@ -205,21 +205,22 @@ fn run_rules(
     object: Option<serde_json::Value>,
     cluster: &dyn Cluster,
 ) -> Result<(Option<serde_json::Value>, bool, Vec<String>), String> {
-    let mut request = match serde_json::from_slice::<serde_json::Value>(raw) {
-        Ok(serde_json::Value::Object(mut payload)) => payload.remove("request").unwrap_or_default(),
-        _ => return Ok((object, false, Vec::new())),
+    // The request as JMESPath data, decoded straight from the payload.
+    #[derive(serde::Deserialize)]
+    struct RequestOnly {
+        request: jmespath::Variable,
+    }
+    let Ok(RequestOnly { request }) = serde_json::from_slice::<RequestOnly>(raw) else {
+        return Ok((object, false, Vec::new()));
     };
     let object = match object {
         Some(object) => object,
-        None => match request.get("object") {
-            Some(o) if o.is_object() => o.clone(),
+        None => match request.as_object().and_then(|r| r.get("object")) {
+            Some(o) if o.is_object() => rules::jmes::to_value(o),
             // Nothing to mutate (DELETE, CONNECT).
             _ => return Ok((None, false, Vec::new())),
         },
     };
-    if let Some(slot) = request.as_object_mut() {
-        slot.insert("object".into(), object);
-    }
     let engine = rules::engine::Engine {
         rules: &plan.rules,
         resource_kinds: &plan.resource_kinds,
@@ -228,11 +229,20 @@ fn run_rules(
             FailurePolicy::Ignore => rules::engine::OnError::Ignore,
         },
     };
-    let outcome = engine.run(&request, &CachedCluster::new(cluster));
-    match outcome.rejection {
-        Some(message) => Err(message),
-        None => Ok((Some(outcome.object), outcome.changed, outcome.warnings)),
+    let before = object.clone();
+    let mut outcome = engine.run(
+        &std::rc::Rc::new(request),
+        object,
+        &CachedCluster::new(cluster),
+    );
+    if let Some(message) = outcome.rejection {
+        return Err(message);
     }
+    outcome
+        .warnings
+        .extend(mutation::guard_metadata(&before, &mut outcome.object));
+    let changed = outcome.object != before;
+    Ok((Some(outcome.object), changed, outcome.warnings))
 }
 
 fn accept(mutated_object: Option<serde_json::Value>, warnings: Vec<String>) -> ValidationResponse {

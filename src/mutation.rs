@@ -331,6 +331,74 @@ fn remove_keys(metadata: &mut Map<String, Value>, name: &str, keys: &[String]) -
     changed
 }
 
+/// What rules wrote into `metadata.labels` / `.annotations` that the API
+/// server would refuse (invalid keys or label values, annotations over the
+/// size limit) is put back as it was, with a warning per key: a refused
+/// Binding is a Pod that cannot be scheduled.
+pub fn guard_metadata(before: &Value, after: &mut Value) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for section in ["labels", "annotations"] {
+        let path = format!("/metadata/{section}");
+        let old = before
+            .pointer(&path)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let Some(new) = after.pointer_mut(&path) else {
+            continue;
+        };
+        let Some(new) = new.as_object_mut() else {
+            warnings.push(format!(
+                "metadata.{section} written as something other than a map; put back"
+            ));
+            *new = Value::Object(old);
+            continue;
+        };
+        let changed: Vec<String> = new
+            .iter()
+            .filter(|(k, v)| old.get(*k) != Some(*v))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in changed {
+            let value = new.get(&key);
+            let problem = match (check_qualified_name(&key), value.and_then(Value::as_str)) {
+                (Err(why), _) => Some(format!("key {key:?} is invalid: {why}")),
+                (Ok(()), None) => Some(format!("{key:?} is not a string")),
+                (Ok(()), Some(v)) if section == "labels" => check_label_value(v)
+                    .err()
+                    .map(|why| format!("label {key:?} value is invalid: {why}")),
+                _ => None,
+            };
+            if let Some(problem) = problem {
+                warnings.push(format!("rules' {section} change not applied: {problem}"));
+                match old.get(&key) {
+                    Some(previous) => {
+                        new.insert(key, previous.clone());
+                    }
+                    None => {
+                        new.remove(&key);
+                    }
+                }
+            }
+        }
+        if section == "annotations" {
+            let size = |m: &Map<String, Value>| -> usize {
+                m.iter()
+                    .map(|(k, v)| k.len().saturating_add(v.as_str().map_or(0, str::len)))
+                    .sum()
+            };
+            if size(new) > TOTAL_ANNOTATION_SIZE_LIMIT.max(size(&old)) {
+                warnings.push(
+                    "rules' annotations not applied: they would exceed Kubernetes' 256 KiB limit"
+                        .to_string(),
+                );
+                *new = old;
+            }
+        }
+    }
+    warnings
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,6 +613,23 @@ mod tests {
             ObjectKind::PlacedPod,
         );
         assert!(!res.unwrap().changed);
+    }
+
+    #[test]
+    fn what_rules_write_is_checked_like_what_copy_writes() {
+        let before = json!({"metadata":{"labels":{"a":"1"},"annotations":{"x":"1"}}});
+        let mut after = json!({"metadata":{"labels":{"a":"not valid!","b":"2","bad key":"3"},"annotations":{"x":"2","topology.ku#bernetes.io/zone":"z","n":5}}});
+        let warnings = guard_metadata(&before, &mut after);
+        assert_eq!(
+            after,
+            json!({"metadata":{"labels":{"a":"1","b":"2"},"annotations":{"x":"2"}}})
+        );
+        assert_eq!(warnings.len(), 4, "{warnings:?}");
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("\"topology.ku#bernetes.io/zone\" is invalid"))
+        );
     }
 
     #[test]

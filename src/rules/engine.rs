@@ -48,19 +48,17 @@ enum RuleResult {
 }
 
 impl Engine<'_> {
-    pub fn run(&self, request: &Value, cluster: &CachedCluster) -> RulesOutcome {
-        let original = request.get("object").cloned().unwrap_or(Value::Null);
+    /// Runs the rules over `object`, the request's object as mutated so far;
+    /// `request` is the admission request as JMESPath data.
+    pub fn run(&self, request: &Rcvar, object: Value, cluster: &CachedCluster) -> RulesOutcome {
+        let original = object.clone();
         let mut outcome = RulesOutcome {
-            object: original.clone(),
+            object,
             ..RulesOutcome::default()
         };
         let rt = jmes::runtime();
-        let mut current_request = request.clone();
         for rule in self.rules {
-            if let Some(slot) = current_request.get_mut("object") {
-                *slot = outcome.object.clone();
-            }
-            match self.run_rule(&rt, rule, &current_request, cluster) {
+            match self.run_rule(&rt, rule, request, &outcome.object, cluster) {
                 Ok(RuleResult::Applied(object)) => outcome.object = object,
                 Ok(RuleResult::Skipped) => {}
                 Err(message) => {
@@ -83,11 +81,11 @@ impl Engine<'_> {
         &self,
         rt: &Runtime,
         rule: &RuleSpec,
-        request: &Value,
+        request: &Rcvar,
+        object: &Value,
         cluster: &CachedCluster,
     ) -> Result<RuleResult, String> {
-        let facts = RequestFacts::from_request(request, self.resource_kinds);
-        let object = request.get("object").unwrap_or(&Value::Null);
+        let facts = RequestFacts::from_var(request, object, self.resource_kinds);
         let Some(match_spec) = &rule.match_ else {
             return Ok(RuleResult::Skipped);
         };
@@ -99,7 +97,7 @@ impl Engine<'_> {
         {
             return Ok(RuleResult::Skipped);
         }
-        let mut scope = Scope::new(request);
+        let mut scope = Scope::new(request, object);
         self.load_context(rt, &rule.context, &mut scope, cluster)?;
         let data = scope.var();
         if let Some(conditions) = &rule.preconditions
@@ -282,17 +280,14 @@ struct Scope {
 }
 
 impl Scope {
-    fn new(request: &Value) -> Scope {
-        let username = request
-            .pointer("/userInfo/username")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+    fn new(request: &Rcvar, object: &Value) -> Scope {
+        let username = field_str(request, &["userInfo", "username"]).unwrap_or("");
         let (sa_namespace, sa_name) = username
             .strip_prefix("system:serviceaccount:")
             .and_then(|rest| rest.split_once(':'))
             .unwrap_or(("", ""));
         let mut vars = BTreeMap::new();
-        vars.insert("request".to_string(), jmes::to_var(request));
+        vars.insert("request".to_string(), request.clone());
         vars.insert(
             "serviceAccountName".to_string(),
             Rc::new(Variable::String(sa_name.to_string())),
@@ -301,7 +296,9 @@ impl Scope {
             "serviceAccountNamespace".to_string(),
             Rc::new(Variable::String(sa_namespace.to_string())),
         );
-        Scope { vars }
+        let mut scope = Scope { vars };
+        scope.set_object(object);
+        scope
     }
 
     fn set(&mut self, name: &str, value: Rcvar) {
@@ -339,6 +336,15 @@ fn with_default(
         (Ok(value), _) => Ok(value),
         (Err(e), None) => Err(format!("context {name:?}: {e}")),
     }
+}
+
+/// A string field of JMESPath data, by path.
+pub fn field_str<'v>(var: &'v Variable, path: &[&str]) -> Option<&'v str> {
+    let mut current = var;
+    for key in path {
+        current = current.as_object()?.get(*key)?;
+    }
+    current.as_string().map(String::as_str)
 }
 
 /// Substitutes a string that must stay a string (URLs, JMESPath, patches).

@@ -373,12 +373,60 @@ pub fn check_bounds(expression: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Compiles and checks an expression (load time).
+/// Compiles and checks an expression (load time): syntax, and that every
+/// function it calls exists here.
 pub fn check(rt: &Runtime, expression: &str) -> Result<(), String> {
     check_bounds(expression)?;
-    rt.compile(expression)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    let ast = jmespath::parse(expression).map_err(|e| e.to_string())?;
+    let mut unknown = Vec::new();
+    unknown_functions(rt, &ast, &mut unknown);
+    match unknown.first() {
+        Some(name) => Err(format!(
+            "function {name}() is not available in this policy (see the README's list)"
+        )),
+        None => Ok(()),
+    }
+}
+
+fn unknown_functions(rt: &Runtime, ast: &jmespath::ast::Ast, out: &mut Vec<String>) {
+    use jmespath::ast::Ast;
+    match ast {
+        Ast::Function { name, args, .. } => {
+            if rt.get_function(name).is_none() {
+                out.push(name.clone());
+            }
+            args.iter().for_each(|a| unknown_functions(rt, a, out));
+        }
+        Ast::Comparison { lhs, rhs, .. }
+        | Ast::Projection { lhs, rhs, .. }
+        | Ast::And { lhs, rhs, .. }
+        | Ast::Or { lhs, rhs, .. }
+        | Ast::Subexpr { lhs, rhs, .. } => {
+            unknown_functions(rt, lhs, out);
+            unknown_functions(rt, rhs, out);
+        }
+        Ast::Condition {
+            predicate, then, ..
+        } => {
+            unknown_functions(rt, predicate, out);
+            unknown_functions(rt, then, out);
+        }
+        Ast::Expref { ast, .. } => unknown_functions(rt, ast, out),
+        Ast::Flatten { node, .. } | Ast::Not { node, .. } | Ast::ObjectValues { node, .. } => {
+            unknown_functions(rt, node, out)
+        }
+        Ast::MultiList { elements, .. } => {
+            elements.iter().for_each(|e| unknown_functions(rt, e, out))
+        }
+        Ast::MultiHash { elements, .. } => elements
+            .iter()
+            .for_each(|kv| unknown_functions(rt, &kv.value, out)),
+        Ast::Identity { .. }
+        | Ast::Field { .. }
+        | Ast::Index { .. }
+        | Ast::Literal { .. }
+        | Ast::Slice { .. } => {}
+    }
 }
 
 /// Evaluates `expression` over `data`.
@@ -525,5 +573,11 @@ mod tests {
                 .contains("longer than 1024")
         );
         assert!(check(&runtime(), "a.[").is_err());
+        let msg = check(&runtime(), "foo[?regex_match('a', b)].x").unwrap_err();
+        assert_eq!(
+            msg,
+            "function regex_match() is not available in this policy (see the README's list)"
+        );
+        assert!(check(&runtime(), "to_upper(join('-', split(a, ',')))").is_ok());
     }
 }

@@ -4,6 +4,9 @@ use serde_json::Value;
 
 use super::resources::{ResourceKind, kind_of};
 use super::spec::{Filter, LabelSelector, MatchSpec, ResourceDescription, Subject};
+use jmespath::Variable;
+
+use super::engine::field_str;
 use crate::cluster::{CachedCluster, Read};
 use crate::glob::wildcard;
 
@@ -24,50 +27,40 @@ pub struct RequestFacts {
 }
 
 impl RequestFacts {
-    pub fn from_request(request: &Value, extra: &[ResourceKind]) -> RequestFacts {
-        let text = |path: &str| {
-            request
-                .pointer(path)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        let group = text("/resource/group");
-        let sub_resource = text("/subResource");
+    /// From the admission request (as JMESPath data) and its current object.
+    pub fn from_var(request: &Variable, object: &Value, extra: &[ResourceKind]) -> RequestFacts {
+        let text = |path: &[&str]| field_str(request, path).unwrap_or("").to_string();
+        let group = text(&["resource", "group"]);
+        let sub_resource = text(&["subResource"]);
         let kind = if sub_resource.is_empty() {
-            text("/kind/kind")
+            text(&["kind", "kind"])
         } else {
-            kind_of(&group, &text("/resource/resource"), extra)
+            kind_of(&group, &text(&["resource", "resource"]), extra)
                 .map(|(k, _)| k)
                 .unwrap_or_default()
         };
-        let object = match request.get("object") {
-            Some(Value::Null) | None => request.get("oldObject"),
-            object => object,
-        };
         let name = object
-            .and_then(|o| o.pointer("/metadata/name"))
+            .pointer("/metadata/name")
             .and_then(Value::as_str)
-            .map_or_else(|| text("/name"), str::to_string);
+            .map_or_else(|| text(&["name"]), str::to_string);
+        let groups = request
+            .as_object()
+            .and_then(|r| r.get("userInfo"))
+            .and_then(|u| u.as_object())
+            .and_then(|u| u.get("groups"))
+            .and_then(|g| g.as_array())
+            .map(|g| g.iter().filter_map(|v| v.as_string().cloned()).collect())
+            .unwrap_or_default();
         RequestFacts {
-            operation: text("/operation"),
+            operation: text(&["operation"]),
             group,
-            version: text("/resource/version"),
+            version: text(&["resource", "version"]),
             kind,
             sub_resource,
             name,
-            namespace: text("/namespace"),
-            username: text("/userInfo/username"),
-            groups: request
-                .pointer("/userInfo/groups")
-                .and_then(Value::as_array)
-                .map(|g| {
-                    g.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            namespace: text(&["namespace"]),
+            username: text(&["userInfo", "username"]),
+            groups,
         }
     }
 }
@@ -275,7 +268,8 @@ mod tests {
     use serde_json::json;
 
     fn facts(request: Value) -> RequestFacts {
-        RequestFacts::from_request(&request, &[])
+        let object = request.get("object").cloned().unwrap_or_default();
+        RequestFacts::from_var(&crate::rules::jmes::to_var(&request), &object, &[])
     }
 
     fn binding() -> RequestFacts {
