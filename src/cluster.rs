@@ -8,6 +8,8 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
 };
 
+use jmespath::Rcvar;
+
 use crate::node_lookup::host_error_cause;
 
 /// One read the rules need.
@@ -100,7 +102,7 @@ impl Cluster for HostCluster {
 /// or entries ask for the same object, the host is asked once.
 pub struct CachedCluster<'c> {
     inner: &'c dyn Cluster,
-    answers: RefCell<BTreeMap<Read, Result<serde_json::Value, String>>>,
+    answers: RefCell<BTreeMap<Read, Result<Rcvar, String>>>,
 }
 
 impl<'c> CachedCluster<'c> {
@@ -111,12 +113,14 @@ impl<'c> CachedCluster<'c> {
         }
     }
 
-    pub fn read_json(&self, read: &Read) -> Result<serde_json::Value, String> {
+    /// The answer as JMESPath data, decoded straight from the host's bytes.
+    pub fn read_var(&self, read: &Read) -> Result<Rcvar, String> {
         if let Some(answer) = self.answers.borrow().get(read) {
             return answer.clone();
         }
         let answer = self.inner.read(read).and_then(|bytes| {
-            serde_json::from_slice(&bytes)
+            serde_json::from_slice::<jmespath::Variable>(&bytes)
+                .map(Rcvar::new)
                 .map_err(|e| format!("the host's answer is not JSON: {e}"))
         });
         self.answers

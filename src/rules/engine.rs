@@ -56,9 +56,9 @@ impl Engine<'_> {
             object,
             ..RulesOutcome::default()
         };
-        let rt = jmes::runtime();
+        let rt = jmes::shared_runtime();
         for rule in self.rules {
-            match self.run_rule(&rt, rule, request, &outcome.object, cluster) {
+            match self.run_rule(rt, rule, request, &outcome.object, cluster) {
                 Ok(RuleResult::Applied(object)) => outcome.object = object,
                 Ok(RuleResult::Skipped) => {}
                 Err(message) => {
@@ -220,7 +220,7 @@ impl Engine<'_> {
                     None => "default".to_string(),
                 };
                 let object = cluster
-                    .read_json(&Read::Get {
+                    .read_var(&Read::Get {
                         api_version: "v1".into(),
                         kind: "ConfigMap".into(),
                         namespace: Some(namespace.clone()),
@@ -232,10 +232,16 @@ impl Engine<'_> {
                             entry.name
                         )
                     })?;
-                jmes::to_var(&json!({
-                    "data": object.get("data").cloned().unwrap_or(json!({})),
-                    "metadata": object.get("metadata").cloned().unwrap_or(json!({}))
-                }))
+                let field = |key: &str| {
+                    object
+                        .as_object()
+                        .and_then(|o| o.get(key).cloned())
+                        .unwrap_or_else(|| Rc::new(Variable::Object(BTreeMap::new())))
+                };
+                let mut exposed = BTreeMap::new();
+                exposed.insert("data".to_string(), field("data"));
+                exposed.insert("metadata".to_string(), field("metadata"));
+                Rc::new(Variable::Object(exposed))
             } else {
                 Rc::new(Variable::Null)
             };
@@ -255,12 +261,18 @@ impl Engine<'_> {
         let url = render(rt, call.url_path.as_deref().unwrap_or(""), data)?;
         let read = parse_url(&url, self.resource_kinds)
             .map_err(|e| format!("context {name:?}: urlPath {url:?}: {e}"))?;
-        let answer = cluster.read_json(&read).map(|answer| match read {
+        let answer = cluster.read_var(&read).map(|answer| match read {
             // List answers are shaped like the API server's: `{"items": [...]}`.
             Read::List { .. } => {
-                jmes::to_var(&json!({"items": answer.get("items").cloned().unwrap_or(json!([]))}))
+                let items = answer
+                    .as_object()
+                    .and_then(|o| o.get("items").cloned())
+                    .unwrap_or_else(|| Rc::new(Variable::Array(Vec::new())));
+                let mut list = BTreeMap::new();
+                list.insert("items".to_string(), items);
+                Rc::new(Variable::Object(list))
             }
-            Read::Get { .. } => jmes::to_var(&answer),
+            Read::Get { .. } => answer,
         });
         let result = match (answer, &call.jmes_path) {
             (Ok(answer), Some(path)) => jmes::search_var(rt, &render(rt, path, data)?, &answer),

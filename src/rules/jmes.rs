@@ -47,6 +47,13 @@ pub const KYVERNO_FUNCTIONS: &[&str] = &[
 /// A Kyverno function's body.
 type Body = Box<dyn Fn(&[Rcvar], &mut Context<'_>) -> Result<Rcvar, JmespathError> + Sync + Send>;
 
+/// The runtime, built once per instance: building and dropping the function
+/// table costs more than evaluating a typical rule.
+pub fn shared_runtime() -> &'static Runtime {
+    static RUNTIME: std::sync::OnceLock<Runtime> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(runtime)
+}
+
 pub fn runtime() -> Runtime {
     let mut rt = Runtime::new();
     rt.register_builtin_functions();

@@ -162,15 +162,19 @@ fn resources_match(
         if facts.namespace.is_empty() {
             return Ok(false);
         }
-        let namespace = cluster.read_json(&Read::Get {
+        let namespace = cluster.read_var(&Read::Get {
             api_version: "v1".into(),
             kind: "Namespace".into(),
             namespace: None,
             name: facts.namespace.clone(),
         })?;
         let labels = namespace
-            .pointer("/metadata/labels")
-            .and_then(Value::as_object);
+            .as_object()
+            .and_then(|n| n.get("metadata"))
+            .and_then(|m| m.as_object())
+            .and_then(|m| m.get("labels"))
+            .map(|l| crate::rules::jmes::to_value(l));
+        let labels = labels.as_ref().and_then(Value::as_object);
         if !selector_matches(selector, labels) {
             return Ok(false);
         }
