@@ -148,7 +148,7 @@ pub fn evaluate(raw: &[u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> V
         None => None,
     };
     if !plan.rules.is_empty() {
-        match run_rules(&plan, raw, object.take(), cluster) {
+        match run_rules(&plan, raw, raw_settings, object.take(), cluster) {
             Ok((mutated, rules_changed, more)) => {
                 object = mutated;
                 changed |= rules_changed;
@@ -202,6 +202,7 @@ fn copy_node_metadata(
 fn run_rules(
     plan: &settings::PolicyPlan,
     raw: &[u8],
+    raw_settings: &str,
     object: Option<serde_json::Value>,
     cluster: &dyn Cluster,
 ) -> Result<(Option<serde_json::Value>, bool, Vec<String>), String> {
@@ -223,6 +224,8 @@ fn run_rules(
     };
     let engine = rules::engine::Engine {
         rules: &plan.rules,
+        // Only the functions the settings name get registered.
+        function_hint: raw_settings,
         resource_kinds: &plan.resource_kinds,
         on_error: match plan.failure_policy {
             FailurePolicy::Fail => rules::engine::OnError::Fail,

@@ -38,6 +38,8 @@ pub enum OnError {
 
 pub struct Engine<'r> {
     pub rules: &'r [RuleSpec],
+    /// The rules' settings text: only functions named in it are registered.
+    pub function_hint: &'r str,
     pub resource_kinds: &'r [ResourceKind],
     pub on_error: OnError,
 }
@@ -56,7 +58,7 @@ impl Engine<'_> {
             object,
             ..RulesOutcome::default()
         };
-        let rt = jmes::shared_runtime();
+        let rt = jmes::shared_runtime(self.function_hint);
         for rule in self.rules {
             match self.run_rule(rt, rule, request, &outcome.object, cluster) {
                 Ok(RuleResult::Applied(object)) => outcome.object = object,

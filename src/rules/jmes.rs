@@ -47,21 +47,94 @@ pub const KYVERNO_FUNCTIONS: &[&str] = &[
 /// A Kyverno function's body.
 type Body = Box<dyn Fn(&[Rcvar], &mut Context<'_>) -> Result<Rcvar, JmespathError> + Sync + Send>;
 
-/// The runtime, built once per instance: building and dropping the function
-/// table costs more than evaluating a typical rule.
-pub fn shared_runtime() -> &'static Runtime {
+/// The runtime for one instance, with only the functions `text` (the rules'
+/// settings) may call: building the whole function table costs more than
+/// evaluating a typical rule, and policy-server starts a fresh instance for
+/// every request.
+pub fn shared_runtime(text: &str) -> &'static Runtime {
     static RUNTIME: std::sync::OnceLock<Runtime> = std::sync::OnceLock::new();
-    RUNTIME.get_or_init(runtime)
+    RUNTIME.get_or_init(|| {
+        let called = called_names(text);
+        runtime_with(&|name| called.contains(&name))
+    })
 }
 
+/// Every `name(` in `text` (spaces allowed before the parenthesis), in one
+/// pass.
+fn called_names(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut names = Vec::new();
+    for (at, _) in text.match_indices('(') {
+        let head = bytes.get(..at).unwrap_or_default();
+        let end = head.iter().rposition(|b| *b != b' ').map_or(0, |i| i + 1);
+        let start = head
+            .get(..end)
+            .and_then(|h| {
+                h.iter()
+                    .rposition(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+            })
+            .map_or(0, |i| i + 1);
+        if let Some(name) = text.get(start..end).filter(|n| !n.is_empty())
+            && !names.contains(&name)
+        {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// Every function: for load-time checks and tests.
 pub fn runtime() -> Runtime {
+    runtime_with(&|_| true)
+}
+
+fn builtins(rt: &mut Runtime, wanted: &dyn Fn(&str) -> bool) {
+    use jmespath::functions::*;
+    let all: [(&str, fn() -> Box<dyn jmespath::functions::Function>); 26] = [
+        ("abs", || Box::new(AbsFn::new())),
+        ("avg", || Box::new(AvgFn::new())),
+        ("ceil", || Box::new(CeilFn::new())),
+        ("contains", || Box::new(ContainsFn::new())),
+        ("ends_with", || Box::new(EndsWithFn::new())),
+        ("floor", || Box::new(FloorFn::new())),
+        ("join", || Box::new(JoinFn::new())),
+        ("keys", || Box::new(KeysFn::new())),
+        ("length", || Box::new(LengthFn::new())),
+        ("map", || Box::new(MapFn::new())),
+        ("min", || Box::new(MinFn::new())),
+        ("max", || Box::new(MaxFn::new())),
+        ("max_by", || Box::new(MaxByFn::new())),
+        ("min_by", || Box::new(MinByFn::new())),
+        ("merge", || Box::new(MergeFn::new())),
+        ("not_null", || Box::new(NotNullFn::new())),
+        ("reverse", || Box::new(ReverseFn::new())),
+        ("sort", || Box::new(SortFn::new())),
+        ("sort_by", || Box::new(SortByFn::new())),
+        ("starts_with", || Box::new(StartsWithFn::new())),
+        ("sum", || Box::new(SumFn::new())),
+        ("to_array", || Box::new(ToArrayFn::new())),
+        ("to_number", || Box::new(ToNumberFn::new())),
+        ("to_string", || Box::new(ToStringFn::new())),
+        ("type", || Box::new(TypeFn::new())),
+        ("values", || Box::new(ValuesFn::new())),
+    ];
+    for (name, make) in all {
+        if wanted(name) {
+            rt.register_function(name, make());
+        }
+    }
+}
+
+fn runtime_with(wanted: &dyn Fn(&str) -> bool) -> Runtime {
     let mut rt = Runtime::new();
-    rt.register_builtin_functions();
+    builtins(&mut rt, wanted);
     let s = || T::String;
     let n = || T::Number;
     let sig = |inputs: Vec<T>| Signature::new(inputs, None);
     let mut add = |name: &str, inputs: Vec<T>, f: Body| {
-        rt.register_function(name, Box::new(CustomFunction::new(sig(inputs), f)));
+        if wanted(name) {
+            rt.register_function(name, Box::new(CustomFunction::new(sig(inputs), f)));
+        }
     };
     add(
         "to_upper",
@@ -565,6 +638,17 @@ mod tests {
                 .unwrap_err()
                 .contains("division by zero")
         );
+    }
+
+    #[test]
+    fn an_instance_registers_only_the_functions_its_rules_call() {
+        let called = called_names("{{ to_upper (x) }} and length(y) and lengthy");
+        let rt = runtime_with(&|name| called.contains(&name));
+        assert!(rt.get_function("to_upper").is_some());
+        assert!(rt.get_function("length").is_some());
+        assert!(rt.get_function("to_lower").is_none());
+        assert!(rt.get_function("abs").is_none());
+        assert_eq!(called, ["to_upper", "length"]);
     }
 
     #[test]
