@@ -88,9 +88,12 @@ pub fn runtime() -> Runtime {
     runtime_with(&|_| true)
 }
 
+/// A JMESPath built-in function, boxed for the runtime's table.
+type Builtin = Box<dyn jmespath::functions::Function>;
+
 fn builtins(rt: &mut Runtime, wanted: &dyn Fn(&str) -> bool) {
     use jmespath::functions::*;
-    let all: [(&str, fn() -> Box<dyn jmespath::functions::Function>); 26] = [
+    let all: [(&str, fn() -> Builtin); 26] = [
         ("abs", || Box::new(AbsFn::new())),
         ("avg", || Box::new(AvgFn::new())),
         ("ceil", || Box::new(CeilFn::new())),
