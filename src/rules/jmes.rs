@@ -90,10 +90,11 @@ pub fn runtime() -> Runtime {
 
 /// A JMESPath built-in function, boxed for the runtime's table.
 type Builtin = Box<dyn jmespath::functions::Function>;
+type BuiltinEntry = (&'static str, fn() -> Builtin);
 
 fn builtins(rt: &mut Runtime, wanted: &dyn Fn(&str) -> bool) {
     use jmespath::functions::*;
-    let all: [(&str, fn() -> Builtin); 26] = [
+    let all: [BuiltinEntry; 26] = [
         ("abs", || Box::new(AbsFn::new())),
         ("avg", || Box::new(AvgFn::new())),
         ("ceil", || Box::new(CeilFn::new())),
