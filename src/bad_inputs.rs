@@ -522,6 +522,31 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
+            when: "a rule's `foreach` list is very long",
+            answer_text: "foreach list \"request.object.spec.containers\" has 1500 elements; at most 1000 are processed",
+            answer: Accepted {
+                patched: false,
+                warning: "foreach list \"request.object.spec.containers\" has 1500 elements; at most 1000 are processed",
+            },
+            run: || {
+                let mut request = fixture("pod-with-node-name.json");
+                let containers: Vec<Value> = (0..1500)
+                    .map(|i| json!({"name": format!("c{i}"), "image": "x"}))
+                    .collect();
+                request["object"]["spec"]["containers"] = json!(containers);
+                let rules = json!({"rules": [{
+                    "name": "per-container",
+                    "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+                    "mutate": {"foreach": [{
+                        "list": "request.object.spec.containers",
+                        "patchStrategicMerge": {"metadata": {"labels": {"seen": "yes"}}}
+                    }]}
+                }]});
+                (payload(request, rules), node_1())
+            },
+            reads_node: false,
+        },
+        Case {
             when: "settings list more than 500 entries",
             answer_text: "settings.copy: 501 entries; at most 500 are allowed",
             answer: SettingsRefused("settings.copy: 501 entries; at most 500 are allowed"),
