@@ -500,7 +500,24 @@ pub fn expressions_of(rule: &RuleSpec) -> Vec<String> {
             }
         }
     };
+    let conditions = |conditions: Option<&Conditions>, out: &mut Vec<String>| {
+        let list: Vec<&Condition> = match conditions {
+            Some(Conditions::List(all)) => all.iter().collect(),
+            Some(Conditions::Blocks(b)) => b
+                .any
+                .iter()
+                .flatten()
+                .chain(b.all.iter().flatten())
+                .collect(),
+            None => Vec::new(),
+        };
+        for condition in list {
+            variables::expressions(&condition.key, out);
+            variables::expressions(&condition.value, out);
+        }
+    };
     context(&rule.context, &mut out);
+    conditions(rule.preconditions.as_ref(), &mut out);
     if let Some(mutate) = &rule.mutate {
         if let Some(patch) = &mutate.patch_strategic_merge {
             variables::expressions(patch, &mut out);
@@ -513,8 +530,12 @@ pub fn expressions_of(rule: &RuleSpec) -> Vec<String> {
                 out.push(each.list.clone());
             }
             context(&each.context, &mut out);
+            conditions(each.preconditions.as_ref(), &mut out);
             if let Some(patch) = &each.patch_strategic_merge {
                 variables::expressions(patch, &mut out);
+            }
+            if let Some(text) = &each.patches_json6902 {
+                variables::expressions(&json!(text), &mut out);
             }
         }
     }
