@@ -126,3 +126,15 @@ run_case() {
 @test "kyverno_mutate_existing_refused: mutate.targets needs a background controller" {
   run_case kyverno_mutate_existing_refused
 }
+
+@test "kyverno_host_apicall_list_with_label_selector: an apiCall on a collection becomes list_resources_by_namespace with the labelSelector; items come back as {items}" {
+  run_case kyverno_host_apicall_list_with_label_selector
+}
+
+@test "kyverno_host_configmap_and_node: configMap context read through the host, looked up by the Node's zone" {
+  run_case kyverno_host_configmap_and_node
+}
+
+@test "kyverno_host_namespace_selector: namespaceSelector reads the Namespace through the host" {
+  run_case kyverno_host_namespace_selector
+}
