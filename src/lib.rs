@@ -206,21 +206,13 @@ fn run_rules(
     object: Option<serde_json::Value>,
     cluster: &dyn Cluster,
 ) -> Result<(Option<serde_json::Value>, bool, Vec<String>), String> {
-    // The request as JMESPath data, decoded straight from the payload.
-    #[derive(serde::Deserialize)]
-    struct RequestOnly {
-        request: jmespath::Variable,
-    }
-    let Ok(RequestOnly { request }) = serde_json::from_slice::<RequestOnly>(raw) else {
+    let Some((request, received)) = rules::request_data(raw, raw_settings, object.is_none()) else {
         return Ok((object, false, Vec::new()));
     };
-    let object = match object {
+    let object = match object.or(received) {
         Some(object) => object,
-        None => match request.as_object().and_then(|r| r.get("object")) {
-            Some(o) if o.is_object() => rules::jmes::to_value(o),
-            // Nothing to mutate (DELETE, CONNECT).
-            _ => return Ok((None, false, Vec::new())),
-        },
+        // Nothing to mutate (DELETE, CONNECT).
+        None => return Ok((None, false, Vec::new())),
     };
     let engine = rules::engine::Engine {
         rules: &plan.rules,

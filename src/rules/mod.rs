@@ -10,7 +10,72 @@ pub mod resources;
 pub mod spec;
 pub mod variables;
 
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use spec::{ContextEntry, MatchSpec, RuleSpec};
+
+/// Request fields matching reads, always decoded.
+const MATCHED_FIELDS: [&str; 7] = [
+    "operation",
+    "kind",
+    "resource",
+    "subResource",
+    "name",
+    "namespace",
+    "userInfo",
+];
+
+/// The admission request as JMESPath data for the rules, and its object as
+/// JSON (when it has one). Only the request fields the rules can reach are
+/// decoded: matching's own, and any `request.FIELD` the settings name (all of
+/// them when the settings use `request` otherwise). `request.object` is
+/// supplied per rule from the object as mutated so far.
+pub fn request_data(
+    raw: &[u8],
+    settings: &str,
+    need_object: bool,
+) -> Option<(jmespath::Variable, Option<serde_json::Value>)> {
+    #[derive(Deserialize)]
+    struct Payload<'a> {
+        #[serde(borrow)]
+        request: BTreeMap<&'a str, &'a RawValue>,
+    }
+    let payload: Payload = serde_json::from_slice(raw).ok()?;
+    let object = match payload.request.get("object") {
+        Some(o) if need_object => serde_json::from_str::<serde_json::Value>(o.get())
+            .ok()
+            .filter(|o| o.is_object()),
+        _ => None,
+    };
+    // One pass over the settings for the `request.FIELD` they name.
+    let mut named: Vec<&str> = Vec::new();
+    let mut whole = false;
+    for (at, _) in settings.match_indices("request") {
+        match settings
+            .get(at + "request".len()..)
+            .and_then(|rest| rest.strip_prefix('.'))
+        {
+            Some(rest) => {
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                named.push(rest.get(..end).unwrap_or_default());
+            }
+            None => whole = true,
+        }
+    }
+    let mut fields = BTreeMap::new();
+    for (name, value) in &payload.request {
+        let wanted = whole || named.contains(name) || MATCHED_FIELDS.contains(name);
+        if *name != "object" && wanted {
+            let var = serde_json::from_str::<jmespath::Variable>(value.get()).ok()?;
+            fields.insert((*name).to_string(), std::rc::Rc::new(var));
+        }
+    }
+    Some((jmespath::Variable::Object(fields), object))
+}
 
 /// At most this many rules: one evaluation's work stays bounded.
 pub const MAX_RULES: usize = 200;

@@ -265,6 +265,12 @@ fn main() -> Result<()> {
             &policy
         };
         let run = Prepared::new(module, s)?;
+        if std::env::var_os("BENCH_PROFILE_FRESH").is_some() {
+            for _ in 0..iterations {
+                std::hint::black_box(run.fresh_once()?);
+            }
+            return Ok(());
+        }
         let host = module.instantiate(run.cluster.clone())?;
         for _ in 0..iterations * 10 {
             std::hint::black_box(PolicyModule::evaluate_payload(
