@@ -107,12 +107,7 @@ pub fn evaluate(raw: &[u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> V
     if let Subject::PassThrough { why } = &subject
         && !may_have_rules
     {
-        return accept(
-            None,
-            why.iter()
-                .map(|w| format!("request not handled: {w}"))
-                .collect(),
-        );
+        return accept(None, why.as_deref().map(not_handled).into_iter().collect());
     }
     let plan = match settings::load_for_request(raw_settings.as_bytes()) {
         Ok(plan) => plan,
@@ -127,7 +122,7 @@ pub fn evaluate(raw: &[u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> V
     let mut changed = false;
     let placed = match subject {
         Subject::PassThrough { why } => {
-            warnings.extend(why.map(|w| format!("request not handled: {w}")));
+            warnings.extend(why.as_deref().map(not_handled));
             None
         }
         Subject::Binding { node, object } => Some((node, object, ObjectKind::Binding)),
@@ -158,6 +153,10 @@ pub fn evaluate(raw: &[u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> V
         }
     }
     accept(object.filter(|_| changed), warnings)
+}
+
+fn not_handled(why: &str) -> String {
+    format!("request not handled: {why}")
 }
 
 /// The short form: read the Node, write its metadata into the object.
@@ -219,10 +218,7 @@ fn run_rules(
         // Only the functions the settings name get registered.
         function_hint: raw_settings,
         resource_kinds: &plan.resource_kinds,
-        on_error: match plan.failure_policy {
-            FailurePolicy::Fail => rules::engine::OnError::Fail,
-            FailurePolicy::Ignore => rules::engine::OnError::Ignore,
-        },
+        on_error: plan.failure_policy,
     };
     let before = object.clone();
     let mut outcome = engine.run(

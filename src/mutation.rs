@@ -199,10 +199,7 @@ pub fn apply(
     if !selection.annotations.is_empty() {
         match section(metadata, "annotations") {
             Some(annotations) => {
-                let mut total: usize = annotations
-                    .iter()
-                    .map(|(k, v)| k.len().saturating_add(v.as_str().map_or(0, str::len)))
-                    .sum();
+                let mut total = annotations_size(annotations);
                 for (key, (value, _)) in selection.annotations {
                     let size = key.len().saturating_add(value.len());
                     // One search of the map per key: string comparisons are
@@ -244,6 +241,15 @@ pub fn apply(
         }
     }
     Ok(applied)
+}
+
+/// What Kubernetes counts against its 256 KiB annotation limit: every key's
+/// and value's length.
+fn annotations_size(annotations: &Map<String, Value>) -> usize {
+    annotations
+        .iter()
+        .map(|(k, v)| k.len().saturating_add(v.as_str().map_or(0, str::len)))
+        .sum()
 }
 
 fn section<'m>(
@@ -381,19 +387,14 @@ pub fn guard_metadata(before: &Value, after: &mut Value) -> Vec<String> {
                 }
             }
         }
-        if section == "annotations" {
-            let size = |m: &Map<String, Value>| -> usize {
-                m.iter()
-                    .map(|(k, v)| k.len().saturating_add(v.as_str().map_or(0, str::len)))
-                    .sum()
-            };
-            if size(new) > TOTAL_ANNOTATION_SIZE_LIMIT.max(size(&old)) {
-                warnings.push(
-                    "rules' annotations not applied: they would exceed Kubernetes' 256 KiB limit"
-                        .to_string(),
-                );
-                *new = old;
-            }
+        if section == "annotations"
+            && annotations_size(new) > TOTAL_ANNOTATION_SIZE_LIMIT.max(annotations_size(&old))
+        {
+            warnings.push(
+                "rules' annotations not applied: they would exceed Kubernetes' 256 KiB limit"
+                    .to_string(),
+            );
+            *new = old;
         }
     }
     warnings

@@ -113,13 +113,19 @@ impl Capabilities for InMemoryCluster {
                 key.2.as_deref().unwrap_or("None")
             )
         })?;
-        let pruned = apply_field_masks(object, field_masks(p).as_ref());
-        let answer = serde_json::to_vec(&pruned).map_err(|e| e.to_string())?;
+        let answer = masked_answer(object, p)?;
         if let Ok(mut answers) = self.answers.lock() {
             answers.insert(payload.to_vec(), answer.clone());
         }
         Ok(answer)
     }
+}
+
+/// An object as policy-server answers it: pruned by the request's field
+/// masks, encoded.
+pub fn masked_answer(object: &Value, request: &Value) -> Result<Vec<u8>, String> {
+    let pruned = apply_field_masks(object, field_masks(request).as_ref());
+    serde_json::to_vec(&pruned).map_err(|e| e.to_string())
 }
 
 pub fn field_masks(payload: &Value) -> Option<BTreeSet<String>> {

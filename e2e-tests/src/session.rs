@@ -172,9 +172,7 @@ impl Capabilities for SessionReplay {
                         // policy-server prunes by field masks; so does this host.
                         let value: Value =
                             serde_json::from_str(payload).map_err(|e| e.to_string())?;
-                        let masks = crate::capabilities::field_masks(&call.payload);
-                        let pruned = crate::capabilities::apply_field_masks(&value, masks.as_ref());
-                        serde_json::to_vec(&pruned).map_err(|e| e.to_string())
+                        crate::capabilities::masked_answer(&value, &call.payload)
                     }
                     Response::Error { message } => Err(message.clone()),
                 }

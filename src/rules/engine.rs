@@ -16,6 +16,7 @@ use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, Rul
 use super::variables::{substitute, substitute_str};
 use super::{jmes, variables};
 use crate::cluster::{CachedCluster, Read};
+use crate::settings::FailurePolicy;
 
 /// At most this many elements of a `foreach` list are processed.
 pub const MAX_FOREACH_ELEMENTS: usize = 1000;
@@ -24,16 +25,9 @@ pub const MAX_FOREACH_ELEMENTS: usize = 1000;
 #[derive(Debug, Default)]
 pub struct RulesOutcome {
     pub object: Value,
-    pub changed: bool,
     pub warnings: Vec<String>,
     /// Set when a rule failed under `failurePolicy: Fail`.
     pub rejection: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnError {
-    Fail,
-    Ignore,
 }
 
 pub struct Engine<'r> {
@@ -41,7 +35,9 @@ pub struct Engine<'r> {
     /// The rules' settings text: only functions named in it are registered.
     pub function_hint: &'r str,
     pub resource_kinds: &'r [ResourceKind],
-    pub on_error: OnError,
+    /// Kyverno's meaning: `Fail` rejects the request when a rule errors,
+    /// `Ignore` skips that rule with a warning.
+    pub on_error: FailurePolicy,
 }
 
 enum RuleResult {
@@ -53,7 +49,6 @@ impl Engine<'_> {
     /// Runs the rules over `object`, the request's object as mutated so far;
     /// `request` is the admission request as JMESPath data.
     pub fn run(&self, request: &Rcvar, object: Value, cluster: &CachedCluster) -> RulesOutcome {
-        let original = object.clone();
         let mut outcome = RulesOutcome {
             object,
             ..RulesOutcome::default()
@@ -66,16 +61,15 @@ impl Engine<'_> {
                 Err(message) => {
                     let message = format!("rule {:?}: {message}", rule.name);
                     match self.on_error {
-                        OnError::Fail => {
+                        FailurePolicy::Fail => {
                             outcome.rejection = Some(message);
                             return outcome;
                         }
-                        OnError::Ignore => outcome.warnings.push(message),
+                        FailurePolicy::Ignore => outcome.warnings.push(message),
                     }
                 }
             }
         }
-        outcome.changed = outcome.object != original;
         outcome
     }
 
@@ -111,18 +105,13 @@ impl Engine<'_> {
             return Ok(RuleResult::Skipped);
         };
         let mut resource = object.clone();
-        if let Some(patch) = &mutate.patch_strategic_merge {
-            let patch = substitute(rt, patch, &data)?;
-            match strategic_merge(&mut resource, &patch) {
-                Ok(_) => {}
-                Err(Skip::Global(_)) => return Ok(RuleResult::Skipped),
-                Err(Skip::Condition) => {}
-            }
-        }
-        if let Some(text) = &mutate.patches_json6902 {
-            let text = render(rt, text, &data)?;
-            let patch = parse_json6902(&text).map_err(|e| format!("patchesJson6902 {e}"))?;
-            apply_json6902(&mut resource, &patch).map_err(|e| format!("patchesJson6902: {e}"))?;
+        let patches = Patches {
+            strategic_merge: mutate.patch_strategic_merge.as_ref(),
+            json6902: mutate.patches_json6902.as_deref(),
+            label: "patchesJson6902",
+        };
+        if !patches.apply(rt, &mut resource, &data)? {
+            return Ok(RuleResult::Skipped);
         }
         for each in mutate.foreach.iter().flatten() {
             self.run_foreach(rt, each, &mut resource, &scope, cluster)?;
@@ -173,19 +162,12 @@ impl Engine<'_> {
             {
                 continue;
             }
-            if let Some(patch) = &each.patch_strategic_merge {
-                let patch = substitute(rt, patch, &data)?;
-                if let Err(Skip::Global(_)) = strategic_merge(resource, &patch) {
-                    continue;
-                }
-            }
-            if let Some(text) = &each.patches_json6902 {
-                let text = render(rt, text, &data)?;
-                let patch =
-                    parse_json6902(&text).map_err(|e| format!("foreach patchesJson6902 {e}"))?;
-                apply_json6902(resource, &patch)
-                    .map_err(|e| format!("foreach patchesJson6902: {e}"))?;
-            }
+            let patches = Patches {
+                strategic_merge: each.patch_strategic_merge.as_ref(),
+                json6902: each.patches_json6902.as_deref(),
+                label: "foreach patchesJson6902",
+            };
+            patches.apply(rt, resource, &data)?;
         }
         Ok(())
     }
@@ -282,6 +264,34 @@ impl Engine<'_> {
             (Err(e), _) => Err(e),
         };
         with_default(result, call.default.as_ref(), rt, data, name)
+    }
+}
+
+/// A rule's (or a foreach element's) patches, applied in Kyverno's order.
+struct Patches<'p> {
+    strategic_merge: Option<&'p Value>,
+    json6902: Option<&'p str>,
+    /// How errors of the JSON patch are introduced.
+    label: &'static str,
+}
+
+impl Patches<'_> {
+    /// Substitutes and applies; `Ok(false)` when a global anchor did not hold,
+    /// so nothing else applies.
+    fn apply(&self, rt: &Runtime, resource: &mut Value, data: &Rcvar) -> Result<bool, String> {
+        if let Some(patch) = self.strategic_merge {
+            let patch = substitute(rt, patch, data)?;
+            if let Err(Skip::Global(_)) = strategic_merge(resource, &patch) {
+                return Ok(false);
+            }
+        }
+        if let Some(text) = self.json6902 {
+            let label = self.label;
+            let text = render(rt, text, data)?;
+            let patch = parse_json6902(&text).map_err(|e| format!("{label} {e}"))?;
+            apply_json6902(resource, &patch).map_err(|e| format!("{label}: {e}"))?;
+        }
+        Ok(true)
     }
 }
 

@@ -513,11 +513,6 @@ fn unknown_functions(rt: &Runtime, ast: &jmespath::ast::Ast, out: &mut Vec<Strin
     }
 }
 
-/// Evaluates `expression` over `data`.
-pub fn search(rt: &Runtime, expression: &str, data: &Value) -> Result<Value, String> {
-    search_var(rt, expression, &to_var(data)).map(|v| to_value(&v))
-}
-
 /// Evaluates `expression` over data already converted with [`to_var`]: the
 /// rule's context is converted once, not once per variable.
 pub fn search_var(rt: &Runtime, expression: &str, data: &Rcvar) -> Result<Rcvar, String> {
@@ -559,6 +554,10 @@ pub fn to_value(var: &Variable) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn search(rt: &Runtime, expression: &str, data: &Value) -> Result<Value, String> {
+        search_var(rt, expression, &to_var(data)).map(|v| to_value(&v))
+    }
 
     fn eval(expression: &str, data: Value) -> Value {
         search(&runtime(), expression, &data).unwrap()

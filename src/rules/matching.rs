@@ -88,13 +88,14 @@ pub fn matches(
         }
         return Ok(!all.is_empty());
     }
-    let legacy = Filter {
-        resources: spec.resources.clone(),
-        subjects: spec.subjects.clone(),
-        roles: spec.roles.clone(),
-        cluster_roles: spec.cluster_roles.clone(),
-    };
-    filter_matches(&legacy, facts, object, cluster)
+    // The older single-filter form.
+    parts_match(
+        spec.resources.as_ref(),
+        spec.subjects.as_deref(),
+        facts,
+        object,
+        cluster,
+    )
 }
 
 fn filter_matches(
@@ -103,12 +104,29 @@ fn filter_matches(
     object: &Value,
     cluster: &CachedCluster,
 ) -> Result<bool, String> {
-    if let Some(resources) = &filter.resources
+    parts_match(
+        filter.resources.as_ref(),
+        filter.subjects.as_deref(),
+        facts,
+        object,
+        cluster,
+    )
+}
+
+/// A filter's `resources` and `subjects` both hold (when given).
+fn parts_match(
+    resources: Option<&ResourceDescription>,
+    subjects: Option<&[Subject]>,
+    facts: &RequestFacts,
+    object: &Value,
+    cluster: &CachedCluster,
+) -> Result<bool, String> {
+    if let Some(resources) = resources
         && !resources_match(resources, facts, object, cluster)?
     {
         return Ok(false);
     }
-    if let Some(subjects) = &filter.subjects
+    if let Some(subjects) = subjects
         && !subjects.iter().any(|s| subject_matches(s, facts))
     {
         return Ok(false);
