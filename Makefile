@@ -2,8 +2,10 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 WASM_TARGET := wasm32-wasip1
-POLICY_BUILD := target/$(WASM_TARGET)/release/node_metadata_policy.wasm
-BASELINE_BUILD := target/$(WASM_TARGET)/release/baseline_policy.wasm
+# Cargo's output directory, wherever CARGO_TARGET_DIR puts it.
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+POLICY_BUILD := $(TARGET_DIR)/$(WASM_TARGET)/release/node_metadata_policy.wasm
+BASELINE_BUILD := $(TARGET_DIR)/$(WASM_TARGET)/release/baseline_policy.wasm
 SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
