@@ -438,7 +438,7 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
-            when: "the request is an UPDATE or DELETE",
+            when: "the request is an UPDATE",
             answer_text: "accepted unchanged, the Node is not read",
             answer: Accepted {
                 patched: false,
@@ -447,6 +447,21 @@ fn catalog() -> Vec<Case> {
             run: || {
                 let mut request = fixture("pod-with-node-name.json");
                 request["operation"] = json!("UPDATE");
+                (payload(request, json!({})), node_1())
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "the request is a DELETE",
+            answer_text: "accepted unchanged, the Node is not read",
+            answer: Accepted {
+                patched: false,
+                warning: "",
+            },
+            run: || {
+                let mut request = fixture("pod-with-node-name.json");
+                request["operation"] = json!("DELETE");
+                request["oldObject"] = request["object"].take();
                 (payload(request, json!({})), node_1())
             },
             reads_node: false,
