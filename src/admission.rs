@@ -3,6 +3,8 @@
 //! let through untouched. Only the fields needed are decoded; the object is
 //! kept as the JSON received so unknown fields survive the mutation.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -16,20 +18,75 @@ pub struct ValidatePayload<'a> {
     pub settings: Option<&'a RawValue>,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The admission request, each field kept as the JSON received: decoded once
+/// here, then read field by field by classification and by the rules.
+#[derive(Default)]
 pub struct AdmissionRequest<'a> {
-    #[serde(default)]
-    pub operation: String,
-    #[serde(default)]
-    pub kind: GroupVersionKind,
-    /// The host sends `{group, version, resource}` here.
-    #[serde(default)]
-    pub resource: GroupVersionResource,
-    #[serde(default)]
-    pub sub_resource: Option<String>,
-    #[serde(default, borrow)]
-    pub object: Option<&'a RawValue>,
+    /// In the order received; a request has a dozen or so fields.
+    pub fields: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for AdmissionRequest<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Fields<'a> {
+            type Value = AdmissionRequest<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an admission request object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Self::Value, M::Error> {
+                let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(16));
+                while let Some((Key(key), value)) = map.next_entry::<Key<'a>, &'a RawValue>()? {
+                    fields.push((key, value));
+                }
+                Ok(AdmissionRequest { fields })
+            }
+        }
+        deserializer.deserialize_map(Fields(std::marker::PhantomData))
+    }
+}
+
+/// A field name, borrowed from the payload unless it holds escapes (serde's
+/// own `Cow` always copies).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Name<'a> {
+            type Value = Key<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'a>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'a>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+        }
+        deserializer.deserialize_str(Name(std::marker::PhantomData))
+    }
+}
+
+impl<'a> AdmissionRequest<'a> {
+    pub fn raw(&self, name: &str) -> Option<&'a RawValue> {
+        self.fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| *value)
+    }
+
+    /// A field decoded as `T`; absent, null or malformed reads as the default.
+    fn field<T: Default + Deserialize<'a>>(&self, name: &str) -> T {
+        self.raw(name)
+            .and_then(|raw| serde_json::from_str::<Option<T>>(raw.get()).ok())
+            .flatten()
+            .unwrap_or_default()
+    }
 }
 
 #[derive(Default, Deserialize)]
@@ -74,23 +131,21 @@ struct PodSpecPlacement {
 }
 
 pub fn classify(request: &AdmissionRequest) -> Subject {
-    if request.operation != "CREATE" {
+    if request.field::<String>("operation") != "CREATE" {
         return Subject::PassThrough { why: None };
     }
-    let core_pods = request.resource.group.is_empty() && request.resource.resource == "pods";
-    let sub_resource = request.sub_resource.as_deref().unwrap_or("");
-    let is_binding = core_pods
-        && sub_resource == "binding"
-        && request.kind.group.is_empty()
-        && request.kind.kind == "Binding";
-    let is_pod = core_pods
-        && sub_resource.is_empty()
-        && request.kind.group.is_empty()
-        && request.kind.kind == "Pod";
+    let resource: GroupVersionResource = request.field("resource");
+    let kind: GroupVersionKind = request.field("kind");
+    let sub_resource: String = request.field("subResource");
+    let core_pods = resource.group.is_empty() && resource.resource == "pods";
+    let is_binding =
+        core_pods && sub_resource == "binding" && kind.group.is_empty() && kind.kind == "Binding";
+    let is_pod =
+        core_pods && sub_resource.is_empty() && kind.group.is_empty() && kind.kind == "Pod";
     if !is_binding && !is_pod {
         return Subject::PassThrough { why: None };
     }
-    let Some(raw) = request.object else {
+    let Some(raw) = request.raw("object").filter(|o| o.get() != "null") else {
         return pass_with(format!(
             "the {} request has no object to mutate",
             if is_binding { "pods/binding" } else { "pods" }

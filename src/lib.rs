@@ -40,7 +40,7 @@ use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use serde_json::value::RawValue;
 use wapc_guest::prelude::*;
 
-use crate::admission::{Subject, ValidatePayload, classify};
+use crate::admission::{AdmissionRequest, Subject, ValidatePayload, classify};
 use crate::cluster::{CachedCluster, Cluster, HostCluster};
 use crate::mutation::ObjectKind;
 use crate::node_lookup::{HostNodeLookup, NodeFields, NodeLookup};
@@ -143,7 +143,13 @@ pub fn evaluate(raw: &[u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> V
         None => None,
     };
     if !plan.rules.is_empty() {
-        match run_rules(&plan, raw, raw_settings, object.take(), cluster) {
+        match run_rules(
+            &plan,
+            &payload.request,
+            raw_settings,
+            object.take(),
+            cluster,
+        ) {
             Ok((mutated, rules_changed, more)) => {
                 object = mutated;
                 changed |= rules_changed;
@@ -200,12 +206,13 @@ fn copy_node_metadata(
 /// The Kyverno rules, over the request with the object as mutated so far.
 fn run_rules(
     plan: &settings::PolicyPlan,
-    raw: &[u8],
+    request: &AdmissionRequest,
     raw_settings: &str,
     object: Option<serde_json::Value>,
     cluster: &dyn Cluster,
 ) -> Result<(Option<serde_json::Value>, bool, Vec<String>), String> {
-    let Some((request, received)) = rules::request_data(raw, raw_settings, object.is_none()) else {
+    let Some((request, received)) = rules::request_data(request, raw_settings, object.is_none())
+    else {
         return Ok((object, false, Vec::new()));
     };
     let object = match object.or(received) {

@@ -12,8 +12,7 @@ pub mod variables;
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
+use crate::admission::AdmissionRequest;
 use spec::{ContextEntry, MatchSpec, RuleSpec};
 
 /// Request fields matching reads, always decoded.
@@ -33,17 +32,11 @@ const MATCHED_FIELDS: [&str; 7] = [
 /// them when the settings use `request` otherwise). `request.object` is
 /// supplied per rule from the object as mutated so far.
 pub fn request_data(
-    raw: &[u8],
+    request: &AdmissionRequest,
     settings: &str,
     need_object: bool,
 ) -> Option<(jmespath::Variable, Option<serde_json::Value>)> {
-    #[derive(Deserialize)]
-    struct Payload<'a> {
-        #[serde(borrow)]
-        request: BTreeMap<&'a str, &'a RawValue>,
-    }
-    let payload: Payload = serde_json::from_slice(raw).ok()?;
-    let object = match payload.request.get("object") {
+    let object = match request.raw("object") {
         Some(o) if need_object => serde_json::from_str::<serde_json::Value>(o.get())
             .ok()
             .filter(|o| o.is_object()),
@@ -67,11 +60,12 @@ pub fn request_data(
         }
     }
     let mut fields = BTreeMap::new();
-    for (name, value) in &payload.request {
-        let wanted = whole || named.contains(name) || MATCHED_FIELDS.contains(name);
-        if *name != "object" && wanted {
+    for (name, value) in &request.fields {
+        let name: &str = name;
+        let wanted = whole || named.contains(&name) || MATCHED_FIELDS.contains(&name);
+        if name != "object" && wanted {
             let var = serde_json::from_str::<jmespath::Variable>(value.get()).ok()?;
-            fields.insert((*name).to_string(), std::rc::Rc::new(var));
+            fields.insert(name.to_string(), std::rc::Rc::new(var));
         }
     }
     Some((jmespath::Variable::Object(fields), object))
