@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
+use super::units::{Duration, Quantity};
 use crate::glob::wildcard;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,76 +162,14 @@ fn number(value: &Value) -> Option<f64> {
     }
 }
 
-/// A Kubernetes quantity (`500m`, `1Gi`, `2e3`) as a number.
-pub fn quantity(text: &str) -> Option<f64> {
-    let suffixes: [(&str, f64); 16] = [
-        ("Ki", 1024f64),
-        ("Mi", 1024f64.powi(2)),
-        ("Gi", 1024f64.powi(3)),
-        ("Ti", 1024f64.powi(4)),
-        ("Pi", 1024f64.powi(5)),
-        ("Ei", 1024f64.powi(6)),
-        ("n", 1e-9),
-        ("u", 1e-6),
-        ("m", 1e-3),
-        ("k", 1e3),
-        ("M", 1e6),
-        ("G", 1e9),
-        ("T", 1e12),
-        ("P", 1e15),
-        ("E", 1e18),
-        ("", 1.0),
-    ];
-    let text = text.trim();
-    for (suffix, scale) in suffixes {
-        if let Some(number) = text.strip_suffix(suffix)
-            && !number.is_empty()
-            && number
-                .chars()
-                .all(|c| c.is_ascii_digit() || matches!(c, '.' | '+' | '-' | 'e'))
-            && let Ok(x) = number.parse::<f64>()
-            && x.is_finite()
-        {
-            return Some(x * scale);
-        }
-    }
-    None
+/// A Kubernetes quantity (`500m`, `1Gi`, `2e3`), in nano-units.
+fn quantity(text: &str) -> Option<i128> {
+    Quantity::parse(text).map(|q| q.nanos)
 }
 
-/// A Go duration (`1h30m`, `300ms`, `-1.5s`) in seconds.
-pub fn duration(text: &str) -> Option<f64> {
-    let text = text.trim();
-    if text == "0" {
-        return Some(0.0);
-    }
-    let (sign, mut rest) = match text.strip_prefix('-') {
-        Some(rest) => (-1.0, rest),
-        None => (1.0, text.strip_prefix('+').unwrap_or(text)),
-    };
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total = 0.0;
-    while !rest.is_empty() {
-        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        let value: f64 = rest.get(..number_len)?.parse().ok()?;
-        rest = rest.get(number_len..)?;
-        let (unit, scale) = [
-            ("ns", 1e-9),
-            ("us", 1e-6),
-            ("µs", 1e-6),
-            ("ms", 1e-3),
-            ("s", 1.0),
-            ("m", 60.0),
-            ("h", 3600.0),
-        ]
-        .into_iter()
-        .filter(|(unit, _)| rest.starts_with(unit))
-        .max_by_key(|(unit, _)| unit.len())?;
-        total += value * scale;
-        rest = rest.get(unit.len()..)?;
-    }
-    Some(sign * total)
+/// A Go duration (`1h30m`, `300ms`), in nanoseconds.
+fn duration(text: &str) -> Option<i128> {
+    Duration::parse(text).map(|d| d.nanos)
 }
 
 #[cfg(test)]
@@ -295,11 +234,11 @@ mod tests {
 
     #[test]
     fn parsers() {
-        assert_eq!(quantity("500m"), Some(0.5));
-        assert_eq!(quantity("2Ki"), Some(2048.0));
+        assert_eq!(quantity("500m"), Some(500_000_000));
+        assert_eq!(quantity("2Ki"), Some(2_048_000_000_000));
         assert_eq!(quantity("zone"), None);
-        assert_eq!(duration("1h30m"), Some(5400.0));
-        assert_eq!(duration("300ms"), Some(0.3));
+        assert_eq!(duration("1h30m"), Some(5_400_000_000_000));
+        assert_eq!(duration("300ms"), Some(300_000_000));
         assert_eq!(duration("1x"), None);
         assert_eq!(duration(""), None);
     }

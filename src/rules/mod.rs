@@ -4,10 +4,13 @@
 pub mod conditions;
 pub mod engine;
 pub mod jmes;
+pub mod kyverno_functions;
 pub mod matching;
 pub mod patch;
 pub mod resources;
 pub mod spec;
+pub mod time;
+pub mod units;
 pub mod variables;
 
 use std::collections::BTreeMap;
