@@ -138,3 +138,15 @@ run_case() {
 @test "kyverno_host_namespace_selector: namespaceSelector reads the Namespace through the host" {
   run_case kyverno_host_namespace_selector
 }
+
+@test "kyverno_host_cluster_roles: clusterRoles in match, worked out from the RBAC bindings listed through the host" {
+  run_case kyverno_host_cluster_roles
+}
+
+@test "kyverno_host_roles_not_held: a requester without the Role is not matched" {
+  run_case kyverno_host_roles_not_held
+}
+
+@test "kyverno_image_mirror_at_sign: {{@}} with regex_replace_all, and nested foreach" {
+  run_case kyverno_image_mirror_at_sign
+}

@@ -328,7 +328,7 @@ impl Settings {
     pub fn compile(self, checks: Checks) -> Result<PolicyPlan, String> {
         let rules = self.rules.unwrap_or_default();
         if checks == Checks::Full {
-            crate::rules::check(&rules)?;
+            crate::rules::check(&rules, &self.resource_kinds)?;
         }
         if let Some(entries) = &self.copy
             && entries.len() > MAX_COPY_ENTRIES

@@ -10,16 +10,20 @@ use serde_json::{Value, json};
 
 use super::conditions::{Operator, evaluate};
 use super::matching::{RequestFacts, matches};
-use super::patch::{Skip, apply_json6902, parse_json6902, strategic_merge};
+use super::patch::{Skip, apply_json6902, parse_json6902, strategic_merge_with};
 use super::resources::{ResourceKind, kind_of};
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
-use super::variables::{substitute, substitute_str};
+use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
 use super::{jmes, variables};
 use crate::cluster::{CachedCluster, Read};
 use crate::settings::FailurePolicy;
 
 /// At most this many elements of a `foreach` list are processed.
 pub const MAX_FOREACH_ELEMENTS: usize = 1000;
+/// Deepest nesting of `foreach` loops.
+pub const MAX_FOREACH_DEPTH: usize = 4;
+/// At most this many loop iterations per rule, nested loops counted.
+pub const MAX_FOREACH_ITERATIONS: usize = 10_000;
 
 /// What running the rules did.
 #[derive(Debug, Default)]
@@ -53,7 +57,7 @@ impl Engine<'_> {
             object,
             ..RulesOutcome::default()
         };
-        let rt = jmes::shared_runtime(self.function_hint);
+        let rt = &*jmes::shared_runtime(self.function_hint);
         for rule in self.rules {
             match self.run_rule(rt, rule, request, &outcome.object, cluster) {
                 Ok(RuleResult::Applied(object)) => outcome.object = object,
@@ -113,8 +117,13 @@ impl Engine<'_> {
         if !patches.apply(rt, &mut resource, &data)? {
             return Ok(RuleResult::Skipped);
         }
+        let mut iterations = 0;
         for each in mutate.foreach.iter().flatten() {
-            self.run_foreach(rt, each, &mut resource, &scope, cluster)?;
+            let mut looping = Loop {
+                resource: &mut resource,
+                iterations: &mut iterations,
+            };
+            self.run_foreach(rt, each, &mut looping, &scope, cluster, 0)?;
         }
         Ok(RuleResult::Applied(resource))
     }
@@ -123,9 +132,10 @@ impl Engine<'_> {
         &self,
         rt: &Runtime,
         each: &ForeachSpec,
-        resource: &mut Value,
+        looping: &mut Loop,
         scope: &Scope,
         cluster: &CachedCluster,
+        depth: usize,
     ) -> Result<(), String> {
         let list = jmes::search_var(rt, &each.list, &scope.var())
             .map_err(|e| format!("foreach list {:?}: {e}", each.list))?;
@@ -150,11 +160,20 @@ impl Engine<'_> {
             let Some(element) = elements.get(index) else {
                 continue;
             };
+            *looping.iterations += 1;
+            if *looping.iterations > MAX_FOREACH_ITERATIONS {
+                return Err(format!(
+                    "foreach loops run more than {MAX_FOREACH_ITERATIONS} times in one rule"
+                ));
+            }
             let mut scoped = scope.clone();
+            let index_var = jmes::to_var(&json!(index));
             scoped.set("element", element.clone());
-            scoped.set("elementIndex", jmes::to_var(&json!(index)));
+            scoped.set("elementIndex", index_var.clone());
+            scoped.set(&format!("element{depth}"), element.clone());
+            scoped.set(&format!("elementIndex{depth}"), index_var);
             // The resource as patched so far.
-            scoped.set_object(resource);
+            scoped.set_object(looping.resource);
             self.load_context(rt, &each.context, &mut scoped, cluster)?;
             let data = scoped.var();
             if let Some(conditions) = &each.preconditions
@@ -167,7 +186,10 @@ impl Engine<'_> {
                 json6902: each.patches_json6902.as_deref(),
                 label: "foreach patchesJson6902",
             };
-            patches.apply(rt, resource, &data)?;
+            patches.apply(rt, looping.resource, &data)?;
+            for nested in each.foreach.iter().flatten() {
+                self.run_foreach(rt, nested, looping, &scoped, cluster, depth + 1)?;
+            }
         }
         Ok(())
     }
@@ -267,6 +289,13 @@ impl Engine<'_> {
     }
 }
 
+/// The state `foreach` loops share, nested ones included.
+struct Loop<'r> {
+    /// The resource as patched so far.
+    resource: &'r mut Value,
+    iterations: &'r mut usize,
+}
+
 /// A rule's (or a foreach element's) patches, applied in Kyverno's order.
 struct Patches<'p> {
     strategic_merge: Option<&'p Value>,
@@ -280,9 +309,13 @@ impl Patches<'_> {
     /// so nothing else applies.
     fn apply(&self, rt: &Runtime, resource: &mut Value, data: &Rcvar) -> Result<bool, String> {
         if let Some(patch) = self.strategic_merge {
-            let patch = substitute(rt, patch, data)?;
-            if let Err(Skip::Global(_)) = strategic_merge(resource, &patch) {
-                return Ok(false);
+            let patch = substitute_patch(rt, patch, data)?;
+            let late =
+                |text: &str, current: &Value| substitute_str_at(rt, text, data, At::Value(current));
+            match strategic_merge_with(resource, &patch, &late) {
+                Err(Skip::Global(_)) => return Ok(false),
+                Err(Skip::Failed(why)) => return Err(why),
+                Ok(_) | Err(Skip::Condition) => {}
             }
         }
         if let Some(text) = self.json6902 {
@@ -496,60 +529,74 @@ fn percent_decode(text: &str) -> String {
 /// Every JMESPath expression a rule holds, for checking at load time.
 pub fn expressions_of(rule: &RuleSpec) -> Vec<String> {
     let mut out = Vec::new();
-    let context = |entries: &[ContextEntry], out: &mut Vec<String>| {
-        for entry in entries {
-            if let Some(v) = &entry.variable {
-                out.extend(v.jmes_path.iter().filter(|p| !p.contains("{{")).cloned());
-                if let Some(value) = &v.value {
-                    variables::expressions(value, out);
-                }
-            }
-            if let Some(call) = &entry.api_call {
-                out.extend(call.jmes_path.iter().filter(|p| !p.contains("{{")).cloned());
-                variables::expressions(&json!(call.url_path), out);
-            }
-        }
-    };
-    let conditions = |conditions: Option<&Conditions>, out: &mut Vec<String>| {
-        let list: Vec<&Condition> = match conditions {
-            Some(Conditions::List(all)) => all.iter().collect(),
-            Some(Conditions::Blocks(b)) => b
-                .any
-                .iter()
-                .flatten()
-                .chain(b.all.iter().flatten())
-                .collect(),
-            None => Vec::new(),
-        };
-        for condition in list {
-            variables::expressions(&condition.key, out);
-            variables::expressions(&condition.value, out);
-        }
-    };
-    context(&rule.context, &mut out);
-    conditions(rule.preconditions.as_ref(), &mut out);
+    context_expressions(&rule.context, &mut out);
+    condition_expressions(rule.preconditions.as_ref(), &mut out);
     if let Some(mutate) = &rule.mutate {
-        if let Some(patch) = &mutate.patch_strategic_merge {
-            variables::expressions(patch, &mut out);
-        }
-        if let Some(text) = &mutate.patches_json6902 {
-            variables::expressions(&json!(text), &mut out);
-        }
-        for each in mutate.foreach.iter().flatten() {
-            if !each.list.contains("{{") {
-                out.push(each.list.clone());
-            }
-            context(&each.context, &mut out);
-            conditions(each.preconditions.as_ref(), &mut out);
-            if let Some(patch) = &each.patch_strategic_merge {
-                variables::expressions(patch, &mut out);
-            }
-            if let Some(text) = &each.patches_json6902 {
-                variables::expressions(&json!(text), &mut out);
-            }
-        }
+        patch_expressions(
+            mutate.patch_strategic_merge.as_ref(),
+            mutate.patches_json6902.as_deref(),
+            &mut out,
+        );
+        foreach_expressions(mutate.foreach.as_deref(), &mut out);
     }
     out
+}
+
+fn context_expressions(entries: &[ContextEntry], out: &mut Vec<String>) {
+    for entry in entries {
+        if let Some(v) = &entry.variable {
+            out.extend(v.jmes_path.iter().filter(|p| !p.contains("{{")).cloned());
+            if let Some(value) = &v.value {
+                variables::expressions(value, out);
+            }
+        }
+        if let Some(call) = &entry.api_call {
+            out.extend(call.jmes_path.iter().filter(|p| !p.contains("{{")).cloned());
+            variables::expressions(&json!(call.url_path), out);
+        }
+    }
+}
+
+fn condition_expressions(conditions: Option<&Conditions>, out: &mut Vec<String>) {
+    let list: Vec<&Condition> = match conditions {
+        Some(Conditions::List(all)) => all.iter().collect(),
+        Some(Conditions::Blocks(b)) => b
+            .any
+            .iter()
+            .flatten()
+            .chain(b.all.iter().flatten())
+            .collect(),
+        None => Vec::new(),
+    };
+    for condition in list {
+        variables::expressions(&condition.key, out);
+        variables::expressions(&condition.value, out);
+    }
+}
+
+fn patch_expressions(strategic: Option<&Value>, json6902: Option<&str>, out: &mut Vec<String>) {
+    if let Some(patch) = strategic {
+        variables::expressions(patch, out);
+    }
+    if let Some(text) = json6902 {
+        variables::expressions(&json!(text), out);
+    }
+}
+
+fn foreach_expressions(loops: Option<&[ForeachSpec]>, out: &mut Vec<String>) {
+    for each in loops.into_iter().flatten() {
+        if !each.list.contains("{{") {
+            out.push(each.list.clone());
+        }
+        context_expressions(&each.context, out);
+        condition_expressions(each.preconditions.as_ref(), out);
+        patch_expressions(
+            each.patch_strategic_merge.as_ref(),
+            each.patches_json6902.as_deref(),
+            out,
+        );
+        foreach_expressions(each.foreach.as_deref(), out);
+    }
 }
 
 #[cfg(test)]

@@ -66,12 +66,21 @@ pub(super) type Body =
 /// The runtime for one instance, with only the functions `text` (the rules'
 /// settings) may call: building the whole function table costs more than
 /// evaluating a typical rule, and policy-server starts a fresh instance for
-/// every request.
-pub fn shared_runtime(text: &str) -> &'static Runtime {
-    static RUNTIME: std::sync::OnceLock<Runtime> = std::sync::OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        let called = called_names(text);
-        runtime_with(&|name| called.contains(&name))
+/// every request. Kept for the next evaluation while the settings stay the
+/// same (a warm instance; tests and the fuzzer change them).
+pub fn shared_runtime(text: &str) -> Rc<Runtime> {
+    thread_local! {
+        static RUNTIME: std::cell::RefCell<Option<(String, Rc<Runtime>)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    RUNTIME.with_borrow_mut(|cached| match cached {
+        Some((for_text, rt)) if for_text == text => rt.clone(),
+        _ => {
+            let called = called_names(text);
+            let rt = Rc::new(runtime_with(&|name| called.contains(&name)));
+            *cached = Some((text.to_string(), rt.clone()));
+            rt
+        }
     })
 }
 

@@ -89,13 +89,13 @@ pub fn matches(
         return Ok(!all.is_empty());
     }
     // The older single-filter form.
-    parts_match(
-        spec.resources.as_ref(),
-        spec.subjects.as_deref(),
-        facts,
-        object,
-        cluster,
+    Parts::of(
+        &spec.resources,
+        &spec.subjects,
+        &spec.roles,
+        &spec.cluster_roles,
     )
+    .hold(facts, object, cluster)
 }
 
 fn filter_matches(
@@ -104,34 +104,148 @@ fn filter_matches(
     object: &Value,
     cluster: &CachedCluster,
 ) -> Result<bool, String> {
-    parts_match(
-        filter.resources.as_ref(),
-        filter.subjects.as_deref(),
-        facts,
-        object,
-        cluster,
+    Parts::of(
+        &filter.resources,
+        &filter.subjects,
+        &filter.roles,
+        &filter.cluster_roles,
     )
+    .hold(facts, object, cluster)
 }
 
-/// A filter's `resources` and `subjects` both hold (when given).
-fn parts_match(
-    resources: Option<&ResourceDescription>,
-    subjects: Option<&[Subject]>,
-    facts: &RequestFacts,
-    object: &Value,
-    cluster: &CachedCluster,
-) -> Result<bool, String> {
-    if let Some(resources) = resources
-        && !resources_match(resources, facts, object, cluster)?
-    {
-        return Ok(false);
+/// The parts of one filter; each one given must hold.
+struct Parts<'s> {
+    resources: Option<&'s ResourceDescription>,
+    subjects: Option<&'s [Subject]>,
+    roles: Option<&'s [String]>,
+    cluster_roles: Option<&'s [String]>,
+}
+
+impl<'s> Parts<'s> {
+    fn of(
+        resources: &'s Option<ResourceDescription>,
+        subjects: &'s Option<Vec<Subject>>,
+        roles: &'s Option<Vec<String>>,
+        cluster_roles: &'s Option<Vec<String>>,
+    ) -> Parts<'s> {
+        Parts {
+            resources: resources.as_ref(),
+            subjects: subjects.as_deref(),
+            roles: roles.as_deref(),
+            cluster_roles: cluster_roles.as_deref(),
+        }
     }
-    if let Some(subjects) = subjects
-        && !subjects.iter().any(|s| subject_matches(s, facts))
-    {
-        return Ok(false);
+
+    fn hold(
+        &self,
+        facts: &RequestFacts,
+        object: &Value,
+        cluster: &CachedCluster,
+    ) -> Result<bool, String> {
+        if let Some(resources) = self.resources
+            && !resources_match(resources, facts, object, cluster)?
+        {
+            return Ok(false);
+        }
+        if let Some(subjects) = self.subjects
+            && !subjects.iter().any(|s| subject_matches(s, facts))
+        {
+            return Ok(false);
+        }
+        let wants_roles = self.roles.is_some_and(|r| !r.is_empty())
+            || self.cluster_roles.is_some_and(|r| !r.is_empty());
+        if wants_roles {
+            let held = requester_roles(facts, cluster)?;
+            let any_of = |wanted: Option<&[String]>, held: &[String]| {
+                wanted.is_none_or(|w| w.is_empty() || w.iter().any(|r| held.contains(r)))
+            };
+            if !any_of(self.roles, &held.roles) || !any_of(self.cluster_roles, &held.cluster_roles)
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
-    Ok(true)
+}
+
+/// The requester's Roles (`namespace:name`) and ClusterRoles, from the
+/// RoleBindings and ClusterRoleBindings that name them, as Kyverno works
+/// them out. Read through the host once per evaluation.
+#[derive(Debug, Default, PartialEq)]
+pub struct HeldRoles {
+    pub roles: Vec<String>,
+    pub cluster_roles: Vec<String>,
+}
+
+pub fn requester_roles(facts: &RequestFacts, cluster: &CachedCluster) -> Result<HeldRoles, String> {
+    let list = |kind: &str| {
+        cluster
+            .read_var(&Read::List {
+                api_version: "rbac.authorization.k8s.io/v1".into(),
+                kind: kind.into(),
+                namespace: None,
+                label_selector: None,
+                field_selector: None,
+            })
+            .map(|answer| crate::rules::jmes::to_value(&answer))
+            .map_err(|e| format!("cannot work out the requester's roles: listing {kind}s: {e}"))
+    };
+    let mut held = HeldRoles::default();
+    for (kind, namespaced) in [("RoleBinding", true), ("ClusterRoleBinding", false)] {
+        let answer = list(kind)?;
+        for binding in answer
+            .get("items")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let binds_requester = binding
+                .get("subjects")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|subject| binding_subject_is(subject, facts));
+            if !binds_requester {
+                continue;
+            }
+            let role_kind = binding.pointer("/roleRef/kind").and_then(Value::as_str);
+            let role_name = binding
+                .pointer("/roleRef/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let namespace = binding
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let (list, name) = match role_kind {
+                Some("Role") if namespaced => (&mut held.roles, format!("{namespace}:{role_name}")),
+                Some("ClusterRole") => (&mut held.cluster_roles, role_name.to_string()),
+                _ => continue,
+            };
+            if !list.contains(&name) {
+                list.push(name);
+            }
+        }
+    }
+    Ok(held)
+}
+
+/// An RBAC binding subject (`User`, `Group`, `ServiceAccount`) that is the requester.
+fn binding_subject_is(subject: &Value, facts: &RequestFacts) -> bool {
+    let field = |name: &str| subject.get(name).and_then(Value::as_str).unwrap_or("");
+    match field("kind") {
+        "User" => field("name") == facts.username,
+        "Group" => facts.groups.iter().any(|g| g == field("name")),
+        "ServiceAccount" => {
+            facts.username
+                == format!(
+                    "system:serviceaccount:{}:{}",
+                    field("namespace"),
+                    field("name")
+                )
+        }
+        _ => false,
+    }
 }
 
 fn resources_match(
@@ -219,7 +333,8 @@ fn is_version(segment: &str) -> bool {
 }
 
 /// Kyverno's kind forms: `Kind`, `Version/Kind`, `Group/Version/Kind`,
-/// `Kind/subresource`, `Group/Version/Kind/subresource`, `*`, `*/*`.
+/// `Kind/subresource`, `Version/Kind/subresource`, `Group/Version/Kind/subresource`,
+/// `*`, `*/*`.
 pub fn kind_matches(pattern: &str, facts: &RequestFacts) -> bool {
     if pattern == "*/*" {
         return true;
@@ -229,6 +344,7 @@ pub fn kind_matches(pattern: &str, facts: &RequestFacts) -> bool {
         [kind] => (None, None, *kind, None),
         [first, second] if is_version(first) => (None, Some(*first), *second, None),
         [kind, sub] => (None, None, *kind, Some(*sub)),
+        [version, kind, sub] if is_version(version) => (None, Some(*version), *kind, Some(*sub)),
         [group, version, kind] => (Some(*group), Some(*version), *kind, None),
         [group, version, kind, sub] => (Some(*group), Some(*version), *kind, Some(*sub)),
         _ => return false,

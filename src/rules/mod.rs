@@ -13,10 +13,14 @@ pub mod time;
 pub mod units;
 pub mod variables;
 
+#[cfg(test)]
+mod conformance;
+
 use std::collections::BTreeMap;
 
 use crate::admission::AdmissionRequest;
-use spec::{ContextEntry, MatchSpec, RuleSpec};
+use resources::ResourceKind;
+use spec::{ContextEntry, ForeachSpec, MatchSpec, RuleSpec};
 
 /// Request fields matching reads, always decoded.
 const MATCHED_FIELDS: [&str; 7] = [
@@ -79,7 +83,7 @@ pub const MAX_RULES: usize = 200;
 
 /// Everything that can be checked before the first request: unsupported
 /// fields (with the reason), operators, JMESPath, patches without variables.
-pub fn check(rules: &[RuleSpec]) -> Result<(), String> {
+pub fn check(rules: &[RuleSpec], kinds: &[ResourceKind]) -> Result<(), String> {
     if rules.len() > MAX_RULES {
         return Err(format!(
             "settings.rules: {} rules; at most {MAX_RULES} are allowed",
@@ -139,7 +143,7 @@ pub fn check(rules: &[RuleSpec]) -> Result<(), String> {
         if let Some(exclude) = &rule.exclude {
             check_match(exclude, &at("exclude"))?;
         }
-        check_context(&rule.context, &at("context"))?;
+        check_context(&rule.context, &at("context"), kinds)?;
         check_conditions(rule.preconditions.as_ref(), &at("preconditions"))?;
         let Some(mutate) = &rule.mutate else {
             return Err(format!(
@@ -173,37 +177,59 @@ pub fn check(rules: &[RuleSpec]) -> Result<(), String> {
             patch::parse_json6902(text)
                 .map_err(|e| format!("{}: {e}", at("mutate.patchesJson6902")))?;
         }
-        for (j, each) in mutate.foreach.iter().flatten().enumerate() {
-            let at_each = |f: &str| at(&format!("mutate.foreach[{j}].{f}"));
-            if each.foreach.is_some() {
-                return Err(format!(
-                    "{}: nested foreach is not supported yet",
-                    at_each("foreach")
-                ));
-            }
-            if each.patch_strategic_merge.is_none() && each.patches_json6902.is_none() {
-                return Err(format!(
-                    "{}: set patchStrategicMerge or patchesJson6902",
-                    at(&format!("mutate.foreach[{j}]"))
-                ));
-            }
-            if let Some(order) = &each.order
-                && order != "Ascending"
-                && order != "Descending"
-            {
-                return Err(format!(
-                    "{}: expected Ascending or Descending, got {order:?}",
-                    at_each("order")
-                ));
-            }
-            check_context(&each.context, &at_each("context"))?;
-            check_conditions(each.preconditions.as_ref(), &at_each("preconditions"))?;
-        }
+        check_foreach(mutate.foreach.as_deref(), &at("mutate.foreach"), 0, kinds)?;
         for expression in engine::expressions_of(rule) {
             jmes::check(&rt, &expression).map_err(|e| {
                 format!("settings.rules[{i}]: JMESPath {expression:?} is invalid: {e}")
             })?;
         }
+    }
+    Ok(())
+}
+
+/// `foreach` loops, nested ones included, up to [`engine::MAX_FOREACH_DEPTH`].
+fn check_foreach(
+    loops: Option<&[ForeachSpec]>,
+    at: &str,
+    depth: usize,
+    kinds: &[ResourceKind],
+) -> Result<(), String> {
+    let Some(loops) = loops else {
+        return Ok(());
+    };
+    if depth >= engine::MAX_FOREACH_DEPTH {
+        return Err(format!(
+            "{at}: foreach nests deeper than {} levels",
+            engine::MAX_FOREACH_DEPTH
+        ));
+    }
+    for (j, each) in loops.iter().enumerate() {
+        let at_each = |f: &str| format!("{at}[{j}].{f}");
+        if each.patch_strategic_merge.is_none()
+            && each.patches_json6902.is_none()
+            && each.foreach.is_none()
+        {
+            return Err(format!(
+                "{at}[{j}]: set patchStrategicMerge, patchesJson6902 or a nested foreach"
+            ));
+        }
+        if let Some(order) = &each.order
+            && order != "Ascending"
+            && order != "Descending"
+        {
+            return Err(format!(
+                "{}: expected Ascending or Descending, got {order:?}",
+                at_each("order")
+            ));
+        }
+        check_context(&each.context, &at_each("context"), kinds)?;
+        check_conditions(each.preconditions.as_ref(), &at_each("preconditions"))?;
+        check_foreach(
+            each.foreach.as_deref(),
+            &at_each("foreach"),
+            depth + 1,
+            kinds,
+        )?;
     }
     Ok(())
 }
@@ -220,16 +246,6 @@ fn check_match(spec: &MatchSpec, at: &str) -> Result<(), String> {
         ));
     }
     let filters = spec.any.iter().chain(spec.all.iter()).flatten();
-    let roles = spec.roles.is_some()
-        || spec.cluster_roles.is_some()
-        || filters
-            .clone()
-            .any(|f| f.roles.is_some() || f.cluster_roles.is_some());
-    if roles {
-        return Err(format!(
-            "{at}: `roles` and `clusterRoles` are not supported yet: policy-server does not tell a policy the requester's roles"
-        ));
-    }
     for resources in filters
         .filter_map(|f| f.resources.as_ref())
         .chain(spec.resources.iter())
@@ -245,7 +261,7 @@ fn check_match(spec: &MatchSpec, at: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn check_context(entries: &[ContextEntry], at: &str) -> Result<(), String> {
+fn check_context(entries: &[ContextEntry], at: &str, kinds: &[ResourceKind]) -> Result<(), String> {
     for (k, entry) in entries.iter().enumerate() {
         let at = format!("{at}[{k}]");
         if entry.name.trim().is_empty() {
@@ -286,7 +302,7 @@ fn check_context(entries: &[ContextEntry], at: &str) -> Result<(), String> {
                 return Err(format!("{at}.apiCall.urlPath: required"));
             };
             if !url.contains("{{") {
-                engine::parse_url(url, &[]).map_err(|e| format!("{at}.apiCall.urlPath: {e}"))?;
+                engine::parse_url(url, kinds).map_err(|e| format!("{at}.apiCall.urlPath: {e}"))?;
             }
         }
         if let Some(variable) = &entry.variable

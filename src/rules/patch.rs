@@ -12,6 +12,16 @@ pub enum Skip {
     Condition,
     /// A global anchor `<(key)` did not hold: skip the whole rule.
     Global(String),
+    /// A value could not be substituted where it landed (`{{@}}`).
+    Failed(String),
+}
+
+/// Substitutes a patch string that refers to `{{@}}`, given the object's
+/// value where it lands.
+pub type LateSubstitution<'f> = &'f dyn Fn(&str, &Value) -> Result<Value, String>;
+
+fn no_late_substitution(text: &str, _: &Value) -> Result<Value, String> {
+    Ok(Value::String(text.to_string()))
 }
 
 enum Anchor<'k> {
@@ -58,14 +68,29 @@ fn merge_key(field: &str) -> Option<&'static str> {
 /// Applies a strategic merge patch (already substituted) to `resource`.
 /// `Ok(false)` when a top-level conditional anchor did not hold.
 pub fn strategic_merge(resource: &mut Value, patch: &Value) -> Result<bool, Skip> {
-    match merge_value(resource, patch, "") {
+    strategic_merge_with(resource, patch, &no_late_substitution)
+}
+
+/// [`strategic_merge`], with strings that mention `{{@}}` substituted by
+/// `late` against the value they replace.
+pub fn strategic_merge_with(
+    resource: &mut Value,
+    patch: &Value,
+    late: LateSubstitution,
+) -> Result<bool, Skip> {
+    match merge_value(resource, patch, "", late) {
         Ok(()) => Ok(true),
         Err(Skip::Condition) => Ok(false),
         Err(global) => Err(global),
     }
 }
 
-fn merge_value(resource: &mut Value, patch: &Value, field: &str) -> Result<(), Skip> {
+fn merge_value(
+    resource: &mut Value,
+    patch: &Value,
+    field: &str,
+    late: LateSubstitution,
+) -> Result<(), Skip> {
     match patch {
         Value::Object(patch_map) => {
             if !resource.is_object() {
@@ -74,10 +99,11 @@ fn merge_value(resource: &mut Value, patch: &Value, field: &str) -> Result<(), S
             let Some(target) = resource.as_object_mut() else {
                 return Err(Skip::Condition);
             };
-            merge_object(target, patch_map)
+            merge_object(target, patch_map, late)
         }
-        Value::Array(items) => {
-            merge_list(resource, items, field);
+        Value::Array(items) => merge_list(resource, items, field, late),
+        Value::String(text) if super::variables::mentions_at(text) => {
+            *resource = late(text, resource).map_err(Skip::Failed)?;
             Ok(())
         }
         other => {
@@ -87,7 +113,11 @@ fn merge_value(resource: &mut Value, patch: &Value, field: &str) -> Result<(), S
     }
 }
 
-fn merge_object(target: &mut Map<String, Value>, patch: &Map<String, Value>) -> Result<(), Skip> {
+fn merge_object(
+    target: &mut Map<String, Value>,
+    patch: &Map<String, Value>,
+    late: LateSubstitution,
+) -> Result<(), Skip> {
     // All conditions first: an object is patched only when every one holds.
     for (key, pattern) in patch {
         match anchor(key) {
@@ -106,7 +136,7 @@ fn merge_object(target: &mut Map<String, Value>, patch: &Map<String, Value>) -> 
                 if value.is_object()
                     && let Some(child) = target.get_mut(k)
                 {
-                    merge_value(child, &without_conditions(value), k)?;
+                    merge_value(child, &without_conditions(value), k, late)?;
                 }
             }
             Anchor::AddIfAbsent(k) => {
@@ -121,7 +151,7 @@ fn merge_object(target: &mut Map<String, Value>, patch: &Map<String, Value>) -> 
                 }
                 let child = target.entry(k.to_string()).or_insert(Value::Null);
                 let was_absent = child.is_null();
-                match merge_value(child, value, k) {
+                match merge_value(child, value, k, late) {
                     Ok(()) => {}
                     Err(Skip::Condition) => {
                         if was_absent {
@@ -136,7 +166,12 @@ fn merge_object(target: &mut Map<String, Value>, patch: &Map<String, Value>) -> 
     Ok(())
 }
 
-fn merge_list(resource: &mut Value, items: &[Value], field: &str) {
+fn merge_list(
+    resource: &mut Value,
+    items: &[Value],
+    field: &str,
+    late: LateSubstitution,
+) -> Result<(), Skip> {
     let has_anchors = items.iter().any(|i| {
         i.as_object()
             .is_some_and(|o| o.keys().any(|k| !matches!(anchor(k), Anchor::Plain(_))))
@@ -149,11 +184,11 @@ fn merge_list(resource: &mut Value, items: &[Value], field: &str) {
             *resource = Value::Array(Vec::new());
         }
         if key.is_none() && !has_anchors {
-            return;
+            return Ok(());
         }
     }
     let Some(list) = resource.as_array_mut() else {
-        return;
+        return Ok(());
     };
     for item in items {
         let anchored = item
@@ -163,8 +198,10 @@ fn merge_list(resource: &mut Value, items: &[Value], field: &str) {
             // Applied to every existing element whose conditions hold.
             for element in list.iter_mut() {
                 let mut candidate = element.clone();
-                if merge_value(&mut candidate, item, field).is_ok() {
-                    *element = candidate;
+                match merge_value(&mut candidate, item, field, late) {
+                    Ok(()) => *element = candidate,
+                    Err(Skip::Failed(why)) => return Err(Skip::Failed(why)),
+                    Err(_) => {}
                 }
             }
             continue;
@@ -176,11 +213,14 @@ fn merge_list(resource: &mut Value, items: &[Value], field: &str) {
         });
         match existing {
             Some(element) => {
-                let _ = merge_value(element, item, field);
+                if let Err(Skip::Failed(why)) = merge_value(element, item, field, late) {
+                    return Err(Skip::Failed(why));
+                }
             }
             None => list.push(strip_anchors(item)),
         }
     }
+    Ok(())
 }
 
 /// Whether the resource's value satisfies an anchor's pattern.

@@ -231,6 +231,8 @@ pub struct ForeachSpec {
     pub patches_json6902: Option<String>,
     #[serde(default)]
     pub order: Option<String>,
+    /// Nested loops: `element` is the innermost element, `elementN` /
+    /// `elementIndexN` the element of the loop at depth N (0 outermost).
     #[serde(default)]
-    pub foreach: Option<IgnoredAny>,
+    pub foreach: Option<Vec<ForeachSpec>>,
 }

@@ -16,15 +16,36 @@ pub const MAX_SUBSTITUTED_LEN: usize = 256 * 1024;
 
 const ESCAPED_OPEN: &str = "\u{0}escaped-open\u{0}";
 
+/// What `{{@}}` (the value at the patched location) stands for.
+#[derive(Clone, Copy)]
+pub enum At<'v> {
+    /// Not in a patch: `{{@}}` is an error.
+    Unavailable,
+    /// In a patch, before merging: strings holding `{{@}}` are left as they
+    /// are, to be substituted where they land.
+    Defer,
+    /// Where the string lands: the object's value there (null if none).
+    Value(&'v Value),
+}
+
 /// Substitutes every variable in `value` (strings at any depth, and object
 /// keys).
 pub fn substitute(rt: &Runtime, value: &Value, data: &Rcvar) -> Result<Value, String> {
+    substitute_with(rt, value, data, At::Unavailable)
+}
+
+/// [`substitute`] for a strategic merge patch: `{{@}}` is resolved later.
+pub fn substitute_patch(rt: &Runtime, value: &Value, data: &Rcvar) -> Result<Value, String> {
+    substitute_with(rt, value, data, At::Defer)
+}
+
+fn substitute_with(rt: &Runtime, value: &Value, data: &Rcvar, at: At) -> Result<Value, String> {
     Ok(match value {
-        Value::String(text) => substitute_str(rt, text, data)?,
+        Value::String(text) => substitute_str_at(rt, text, data, at)?,
         Value::Array(items) => Value::Array(
             items
                 .iter()
-                .map(|item| substitute(rt, item, data))
+                .map(|item| substitute_with(rt, item, data, at))
                 .collect::<Result<_, _>>()?,
         ),
         Value::Object(map) => {
@@ -34,7 +55,7 @@ pub fn substitute(rt: &Runtime, value: &Value, data: &Rcvar) -> Result<Value, St
                     Value::String(key) => key,
                     other => other.to_string(),
                 };
-                out.insert(key, substitute(rt, item, data)?);
+                out.insert(key, substitute_with(rt, item, data, at)?);
             }
             Value::Object(out)
         }
@@ -44,6 +65,31 @@ pub fn substitute(rt: &Runtime, value: &Value, data: &Rcvar) -> Result<Value, St
 
 /// Substitutes the variables of one string.
 pub fn substitute_str(rt: &Runtime, text: &str, data: &Rcvar) -> Result<Value, String> {
+    substitute_str_at(rt, text, data, At::Unavailable)
+}
+
+/// Whether a string holds `{{@}}` (spaces allowed inside the braces).
+pub fn mentions_at(text: &str) -> bool {
+    let mut rest = text;
+    while let Some(open) = rest.find("{{") {
+        let after = rest.get(open + 2..).unwrap_or("");
+        if after
+            .trim_start()
+            .strip_prefix('@')
+            .is_some_and(|r| r.trim_start().starts_with("}}"))
+        {
+            return true;
+        }
+        rest = after;
+    }
+    false
+}
+
+/// Substitutes the variables of one string, `{{@}}` as `at` says.
+pub fn substitute_str_at(rt: &Runtime, text: &str, data: &Rcvar, at: At) -> Result<Value, String> {
+    if matches!(at, At::Defer) && mentions_at(text) {
+        return Ok(Value::String(text.to_string()));
+    }
     if !text.contains("{{") {
         return Ok(Value::String(text.to_string()));
     }
@@ -56,7 +102,16 @@ pub fn substitute_str(rt: &Runtime, text: &str, data: &Rcvar) -> Result<Value, S
         };
         let expression = current.get(open + 2..close).unwrap_or("").trim();
         let whole = open == 0 && close + 2 == current.len();
-        let value = resolve(rt, expression, data)?;
+        let value = match (expression, at) {
+            ("@", At::Value(Value::Null)) => {
+                return Err("variable {{@}}: the patched field has no value in the object".into());
+            }
+            ("@", At::Value(value)) => value.clone(),
+            ("@", _) => {
+                return Err("variable {{@}} is only available in patchStrategicMerge".into());
+            }
+            _ => resolve(rt, expression, data)?,
+        };
         if whole {
             return Ok(value);
         }

@@ -1,0 +1,933 @@
+//! Conformance with Kyverno's documented behaviour, one test module per
+//! point of the rule surface (match, context, preconditions, variables,
+//! functions, mutate, failurePolicy, refusals). Each runs whole settings
+//! through `evaluate`, the entry point `validate` uses, with the host
+//! answered from a table; the host-facing cases also run through the wasm
+//! host (`e2e-tests/cases.json`).
+
+use std::cell::RefCell;
+
+use kubewarden_policy_sdk::response::ValidationResponse;
+use serde_json::{Value, json};
+
+use crate::cluster::{Cluster, Read};
+use crate::node_lookup::{NodeFields, NodeLookup};
+
+/// The cluster as a table of reads and their answers; records every read.
+#[derive(Default)]
+struct Table {
+    answers: Vec<(Read, Value)>,
+    reads: RefCell<Vec<Read>>,
+}
+
+fn get(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Read {
+    Read::Get {
+        api_version: api_version.into(),
+        kind: kind.into(),
+        namespace: namespace.map(str::to_string),
+        name: name.into(),
+    }
+}
+
+fn list(api_version: &str, kind: &str, namespace: Option<&str>, labels: Option<&str>) -> Read {
+    Read::List {
+        api_version: api_version.into(),
+        kind: kind.into(),
+        namespace: namespace.map(str::to_string),
+        label_selector: labels.map(str::to_string),
+        field_selector: None,
+    }
+}
+
+impl Table {
+    fn with(mut self, read: Read, answer: Value) -> Table {
+        self.answers.push((read, answer));
+        self
+    }
+
+    /// node-1 in us-east-2a, and the `default` Namespace labelled team=web.
+    fn cluster() -> Table {
+        Table::default()
+            .with(
+                get("v1", "Node", None, "node-1"),
+                json!({"metadata": {"name": "node-1", "labels": {
+                    "topology.kubernetes.io/zone": "us-east-2a",
+                    "topology.kubernetes.io/region": "us-east-2",
+                    "node.kubernetes.io/instance-type": "m5.large"}}}),
+            )
+            .with(
+                get("v1", "Namespace", None, "default"),
+                json!({"metadata": {"name": "default", "labels": {"team": "web"}}}),
+            )
+    }
+
+    fn reads(&self) -> Vec<Read> {
+        self.reads.borrow().clone()
+    }
+}
+
+impl Cluster for Table {
+    fn read(&self, read: &Read) -> Result<Vec<u8>, String> {
+        self.reads.borrow_mut().push(read.clone());
+        self.answers
+            .iter()
+            .find(|(r, _)| r == read)
+            .map(|(_, answer)| serde_json::to_vec(answer).unwrap())
+            .ok_or_else(|| format!("Cannot find {read:?}"))
+    }
+}
+
+impl NodeLookup for Table {
+    fn fetch_node(&self, name: &str, _fields: NodeFields) -> Result<Vec<u8>, String> {
+        self.read(&get("v1", "Node", None, name))
+    }
+}
+
+fn request(file: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(format!("test_data/{file}")).unwrap()).unwrap()
+}
+
+fn run_on(request: Value, settings: Value, table: &Table) -> ValidationResponse {
+    let verdict = crate::check_settings(&serde_json::to_vec(&settings).unwrap());
+    assert!(verdict.valid, "settings refused: {:?}", verdict.message);
+    let payload = serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap();
+    crate::evaluate(&payload, table, table)
+}
+
+fn run(file: &str, settings: Value) -> ValidationResponse {
+    run_on(request(file), settings, &Table::cluster())
+}
+
+/// Settings of one rule.
+fn rule(body: Value) -> Value {
+    let mut rule = json!({"name": "r"});
+    for (k, v) in body.as_object().unwrap() {
+        rule[k] = v.clone();
+    }
+    json!({"rules": [rule]})
+}
+
+/// A rule that annotates `marker=yes` on whatever it matches.
+fn marking(extra: Value) -> Value {
+    let mut body = json!({"mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"marker": "yes"}}}}});
+    for (k, v) in extra.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    rule(body)
+}
+
+fn binding_match() -> Value {
+    json!({"any": [{"resources": {"kinds": ["Pod/binding"]}}]})
+}
+
+fn annotations(response: &ValidationResponse) -> Value {
+    response
+        .mutated_object
+        .as_ref()
+        .and_then(|o| o.pointer("/metadata/annotations"))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+fn marked(response: &ValidationResponse) -> bool {
+    annotations(response)["marker"] == "yes"
+}
+
+fn refused(settings: Value) -> String {
+    let verdict = crate::check_settings(&serde_json::to_vec(&settings).unwrap());
+    assert!(!verdict.valid, "settings were accepted: {settings}");
+    verdict.message.unwrap()
+}
+
+/// 1. Rule flow: match → exclude → context → preconditions → substitution →
+///    mutate, each rule seeing the previous one's result.
+mod point1_rule_flow {
+    use super::*;
+
+    #[test]
+    fn each_rule_sees_the_previous_rules_result() {
+        let settings = json!({"rules": [
+            {"name": "first", "match": binding_match(),
+             "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"a": "1"}}}}},
+            {"name": "second", "match": binding_match(),
+             "preconditions": {"all": [{"key": "{{ request.object.metadata.annotations.a }}", "operator": "Equals", "value": "1"}]},
+             "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"b": "{{ request.object.metadata.annotations.a }}-seen"}}}}}
+        ]});
+        let response = run("binding.json", settings);
+        assert_eq!(annotations(&response), json!({"a": "1", "b": "1-seen"}));
+    }
+
+    #[test]
+    fn rules_alone_do_not_bring_the_zone_region_default() {
+        let response = run("binding.json", marking(json!({"match": binding_match()})));
+        assert_eq!(annotations(&response), json!({"marker": "yes"}));
+        // Empty settings do.
+        let response = run("binding.json", json!({}));
+        assert_eq!(
+            annotations(&response)["topology.kubernetes.io/zone"],
+            "us-east-2a"
+        );
+    }
+
+    #[test]
+    fn rules_apply_to_any_kind_the_policy_is_registered_for() {
+        let settings =
+            marking(json!({"match": {"any": [{"resources": {"kinds": ["Deployment"]}}]}}));
+        assert!(marked(&run("deployment.json", settings.clone())));
+        assert!(!marked(&run("binding.json", settings)));
+    }
+
+    #[test]
+    fn short_form_and_rules_share_one_object() {
+        let settings = json!({
+            "copy": [{"label": "topology.kubernetes.io/zone"}],
+            "rules": [{"name": "after-copy", "match": binding_match(),
+              "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {
+                "copied": "{{ request.object.metadata.annotations.\"topology.kubernetes.io/zone\" }}"}}}}}]
+        });
+        let response = run("binding.json", settings);
+        assert_eq!(annotations(&response)["copied"], "us-east-2a");
+    }
+}
+
+/// 2. match / exclude.
+mod point2_match_exclude {
+    use super::*;
+
+    fn matches(file: &str, spec: Value) -> bool {
+        marked(&run(file, marking(json!({"match": spec}))))
+    }
+
+    fn resources(r: Value) -> Value {
+        json!({"any": [{"resources": r}]})
+    }
+
+    #[test]
+    fn kind_forms() {
+        for kinds in [
+            json!(["Pod/binding"]),
+            json!(["v1/Pod/binding"]),
+            json!(["*/*"]),
+            json!(["Pod/*"]),
+        ] {
+            assert!(
+                matches("binding.json", resources(json!({"kinds": kinds}))),
+                "{kinds}"
+            );
+        }
+        // A binding is a subresource: plain `Pod` and `*` do not select it.
+        for kinds in [
+            json!(["Pod"]),
+            json!(["Binding"]),
+            json!(["apps/v1/Deployment"]),
+        ] {
+            assert!(
+                !matches("binding.json", resources(json!({"kinds": kinds}))),
+                "{kinds}"
+            );
+        }
+        for kinds in [
+            json!(["Deployment"]),
+            json!(["apps/v1/Deployment"]),
+            json!(["apps/v1/*"]),
+            json!(["*"]),
+        ] {
+            assert!(
+                matches("deployment.json", resources(json!({"kinds": kinds}))),
+                "{kinds}"
+            );
+        }
+        assert!(matches(
+            "pod-with-node-name.json",
+            resources(json!({"kinds": ["v1/Pod"]}))
+        ));
+    }
+
+    #[test]
+    fn names_namespaces_annotations_selectors_operations() {
+        let pod = "pod-with-node-name.json";
+        let yes = [
+            json!({"kinds": ["Pod"], "names": ["static-*"]}),
+            json!({"kinds": ["Pod"], "namespaces": ["def?ult"]}),
+            json!({"kinds": ["Pod"], "annotations": {"example.com/owner": "web-*"}}),
+            json!({"kinds": ["Pod"], "selector": {"matchLabels": {"app": "web"}}}),
+            json!({"kinds": ["Pod"], "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "api"]}]}}),
+            json!({"kinds": ["Pod"], "operations": ["CREATE"]}),
+        ];
+        for r in yes {
+            assert!(matches(pod, resources(r.clone())), "{r}");
+        }
+        let no = [
+            json!({"kinds": ["Pod"], "names": ["other"]}),
+            json!({"kinds": ["Pod"], "namespaces": ["kube-system"]}),
+            json!({"kinds": ["Pod"], "annotations": {"example.com/owner": "db-*"}}),
+            json!({"kinds": ["Pod"], "selector": {"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}}),
+            json!({"kinds": ["Pod"], "operations": ["UPDATE"]}),
+        ];
+        for r in no {
+            assert!(!matches(pod, resources(r.clone())), "{r}");
+        }
+    }
+
+    #[test]
+    fn namespace_selector_reads_the_namespace_through_the_host() {
+        let table = Table::cluster();
+        let settings = marking(
+            json!({"match": resources(json!({"kinds": ["Pod"], "namespaceSelector": {"matchLabels": {"team": "web"}}}))}),
+        );
+        assert!(marked(&run_on(
+            request("pod-with-node-name.json"),
+            settings,
+            &table
+        )));
+        assert!(
+            table
+                .reads()
+                .contains(&get("v1", "Namespace", None, "default"))
+        );
+        let other = marking(
+            json!({"match": resources(json!({"kinds": ["Pod"], "namespaceSelector": {"matchLabels": {"team": "db"}}}))}),
+        );
+        assert!(!marked(&run("pod-with-node-name.json", other)));
+    }
+
+    #[test]
+    fn any_all_and_exclude() {
+        let binding = json!({"resources": {"kinds": ["Pod/binding"]}});
+        let deployment = json!({"resources": {"kinds": ["Deployment"]}});
+        assert!(matches(
+            "binding.json",
+            json!({"any": [deployment, binding]})
+        ));
+        assert!(!matches(
+            "binding.json",
+            json!({"all": [deployment, binding]})
+        ));
+        let excluded = marking(
+            json!({"match": binding_match(), "exclude": {"any": [{"resources": {"namespaces": ["default"]}}]}}),
+        );
+        assert!(!marked(&run("binding.json", excluded)));
+    }
+
+    #[test]
+    fn subjects() {
+        // binding.json comes from system:kube-scheduler; the Pod from ops:placer.
+        let by = |subject: Value| json!({"any": [{"subjects": [subject]}]});
+        assert!(matches(
+            "binding.json",
+            by(json!({"kind": "User", "name": "system:kube-scheduler"}))
+        ));
+        assert!(matches(
+            "binding.json",
+            by(json!({"kind": "Group", "name": "system:authenticated"}))
+        ));
+        assert!(matches(
+            "pod-with-node-name.json",
+            by(json!({"kind": "ServiceAccount", "name": "placer", "namespace": "ops"}))
+        ));
+        assert!(!matches(
+            "pod-with-node-name.json",
+            by(json!({"kind": "ServiceAccount", "name": "placer", "namespace": "dev"}))
+        ));
+        assert!(!matches(
+            "binding.json",
+            by(json!({"kind": "User", "name": "alice"}))
+        ));
+    }
+
+    fn rbac() -> Table {
+        Table::cluster()
+            .with(
+                list("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", None, None),
+                json!({"items": [
+                    {"metadata": {"name": "scheduler"}, "roleRef": {"kind": "ClusterRole", "name": "system:kube-scheduler"},
+                     "subjects": [{"kind": "User", "name": "system:kube-scheduler"}]},
+                    {"metadata": {"name": "admins"}, "roleRef": {"kind": "ClusterRole", "name": "cluster-admin"},
+                     "subjects": [{"kind": "Group", "name": "admins"}]}
+                ]}),
+            )
+            .with(
+                list("rbac.authorization.k8s.io/v1", "RoleBinding", None, None),
+                json!({"items": [
+                    {"metadata": {"name": "placer", "namespace": "ops"}, "roleRef": {"kind": "Role", "name": "pod-placer"},
+                     "subjects": [{"kind": "ServiceAccount", "name": "placer", "namespace": "ops"}]},
+                    {"metadata": {"name": "viewer", "namespace": "default"}, "roleRef": {"kind": "ClusterRole", "name": "view"},
+                     "subjects": [{"kind": "ServiceAccount", "name": "placer", "namespace": "ops"}]}
+                ]}),
+            )
+    }
+
+    #[test]
+    fn roles_and_cluster_roles_from_the_rbac_bindings() {
+        let by = |field: &str, names: Value| marking(json!({"match": {"any": [{field: names}]}}));
+        let table = rbac();
+        assert!(marked(&run_on(
+            request("binding.json"),
+            by("clusterRoles", json!(["system:kube-scheduler"])),
+            &table
+        )));
+        assert!(!marked(&run_on(
+            request("binding.json"),
+            by("clusterRoles", json!(["cluster-admin"])),
+            &table
+        )));
+        assert!(marked(&run_on(
+            request("pod-with-node-name.json"),
+            by("roles", json!(["ops:pod-placer"])),
+            &table
+        )));
+        assert!(marked(&run_on(
+            request("pod-with-node-name.json"),
+            by("clusterRoles", json!(["view"])),
+            &table
+        )));
+        assert!(!marked(&run_on(
+            request("pod-with-node-name.json"),
+            by("roles", json!(["default:pod-placer"])),
+            &table
+        )));
+        // Both lists read once, however many rules ask.
+        let table = rbac();
+        let two = json!({"rules": [
+            {"name": "a", "match": {"any": [{"clusterRoles": ["view"]}]}, "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"a": "1"}}}}},
+            {"name": "b", "match": {"any": [{"roles": ["ops:pod-placer"]}]}, "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"b": "1"}}}}}
+        ]});
+        let response = run_on(request("pod-with-node-name.json"), two, &table);
+        assert_eq!(annotations(&response)["a"], "1");
+        assert_eq!(annotations(&response)["b"], "1");
+        assert_eq!(table.reads().len(), 2, "{:?}", table.reads());
+    }
+
+    #[test]
+    fn roles_that_cannot_be_read_fail_the_rule() {
+        let settings = marking(json!({"match": {"any": [{"clusterRoles": ["view"]}]}}));
+        let response = run("binding.json", settings);
+        assert!(response.accepted && !marked(&response));
+        let warning = &response.warnings.unwrap()[0];
+        assert!(
+            warning.contains("cannot work out the requester's roles"),
+            "{warning}"
+        );
+    }
+}
+
+/// 3. context: variable, apiCall, configMap; one lookup per evaluation.
+mod point3_context {
+    use super::*;
+
+    fn annotate_with(context: Value, value: &str) -> Value {
+        rule(json!({"match": binding_match(), "context": context,
+            "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"out": value}}}}}))
+    }
+
+    #[test]
+    fn variables_with_value_jmespath_and_default() {
+        let cases = [
+            (
+                json!([{"name": "v", "variable": {"value": "fixed"}}]),
+                "fixed",
+            ),
+            (
+                json!([{"name": "v", "variable": {"value": {"a": "b"}, "jmesPath": "a"}}]),
+                "b",
+            ),
+            (
+                json!([{"name": "v", "variable": {"jmesPath": "request.object.target.name"}}]),
+                "node-1",
+            ),
+            (
+                json!([{"name": "v", "variable": {"jmesPath": "request.object.nothing", "default": "dflt"}}]),
+                "dflt",
+            ),
+        ];
+        for (context, want) in cases {
+            let response = run("binding.json", annotate_with(context.clone(), "{{ v }}"));
+            assert_eq!(annotations(&response)["out"], want, "{context}");
+        }
+    }
+
+    #[test]
+    fn api_call_get_and_list_with_a_label_selector() {
+        let table = Table::cluster().with(
+            list("v1", "Pod", Some("default"), Some("app=web")),
+            json!({"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}),
+        );
+        let context = json!([
+            {"name": "zone", "apiCall": {"urlPath": "/api/v1/nodes/{{request.object.target.name}}", "jmesPath": "metadata.labels.\"topology.kubernetes.io/zone\""}},
+            {"name": "pods", "apiCall": {"urlPath": "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb", "jmesPath": "items[].metadata.name | join(',', @)"}}
+        ]);
+        let response = run_on(
+            request("binding.json"),
+            annotate_with(context, "{{zone}}/{{pods}}"),
+            &table,
+        );
+        assert_eq!(annotations(&response)["out"], "us-east-2a/a,b");
+    }
+
+    #[test]
+    fn api_call_default_when_the_read_fails() {
+        let context = json!([{"name": "x", "apiCall": {"urlPath": "/api/v1/nodes/missing", "jmesPath": "metadata.name", "default": "none"}}]);
+        let response = run("binding.json", annotate_with(context, "{{x}}"));
+        assert_eq!(annotations(&response)["out"], "none");
+    }
+
+    #[test]
+    fn config_map_as_data_and_metadata() {
+        let table = Table::cluster().with(
+            get("v1", "ConfigMap", Some("kube-system"), "zones"),
+            json!({"metadata": {"name": "zones", "labels": {"v": "2"}}, "data": {"us-east-2a": "rack-7"}, "binaryData": {}}),
+        );
+        let context =
+            json!([{"name": "zones", "configMap": {"name": "zones", "namespace": "kube-system"}}]);
+        let response = run_on(
+            request("binding.json"),
+            annotate_with(
+                context,
+                "{{ zones.data.\"us-east-2a\" }}-{{ zones.metadata.labels.v }}",
+            ),
+            &table,
+        );
+        assert_eq!(annotations(&response)["out"], "rack-7-2");
+    }
+
+    #[test]
+    fn the_same_lookup_is_made_once_per_evaluation() {
+        let call = json!([{"name": "zone", "apiCall": {"urlPath": "/api/v1/nodes/node-1", "jmesPath": "metadata.labels.\"topology.kubernetes.io/zone\""}}]);
+        let rules: Vec<Value> = (0..5)
+            .map(|i| json!({"name": format!("r{i}"), "match": binding_match(), "context": call,
+                "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {format!("z{i}"): "{{zone}}"}}}}}))
+            .collect();
+        let table = Table::cluster();
+        let response = run_on(request("binding.json"), json!({"rules": rules}), &table);
+        assert_eq!(annotations(&response)["z4"], "us-east-2a");
+        assert_eq!(table.reads(), vec![get("v1", "Node", None, "node-1")]);
+    }
+
+    #[test]
+    fn other_groups_resolve_through_resource_kinds() {
+        let table = Table::cluster().with(
+            get("example.com/v1", "Widget", Some("default"), "w"),
+            json!({"spec": {"size": "L"}}),
+        );
+        let mut settings = annotate_with(
+            json!([{"name": "w", "apiCall": {"urlPath": "/apis/example.com/v1/namespaces/default/widgets/w", "jmesPath": "spec.size"}}]),
+            "{{w}}",
+        );
+        settings["resourceKinds"] = json!([{"group": "example.com", "resource": "widgets", "kind": "Widget", "namespaced": true}]);
+        assert_eq!(
+            annotations(&run_on(request("binding.json"), settings, &table))["out"],
+            "L"
+        );
+    }
+}
+
+/// 4. preconditions: operators, coercion, quantities, durations, ranges.
+mod point4_preconditions {
+    use super::*;
+
+    fn holds(key: Value, operator: &str, value: Value) -> bool {
+        let settings = marking(json!({"match": binding_match(),
+            "preconditions": {"all": [{"key": key, "operator": operator, "value": value}]}}));
+        marked(&run("binding.json", settings))
+    }
+
+    #[test]
+    fn every_operator_both_ways() {
+        let cases = [
+            (
+                json!("{{request.object.target.name}}"),
+                "Equals",
+                json!("node-*"),
+                json!("gpu-*"),
+            ),
+            (
+                json!("{{request.object.target.name}}"),
+                "NotEquals",
+                json!("node-2"),
+                json!("node-1"),
+            ),
+            (
+                json!("node-1"),
+                "AnyIn",
+                json!(["node-1", "node-2"]),
+                json!(["node-3"]),
+            ),
+            (
+                json!(["a", "b"]),
+                "AllIn",
+                json!(["a", "b", "c"]),
+                json!(["a"]),
+            ),
+            (
+                json!(["a", "z"]),
+                "AnyNotIn",
+                json!(["a", "b"]),
+                json!(["a", "z"]),
+            ),
+            (
+                json!(["y", "z"]),
+                "AllNotIn",
+                json!(["a", "b"]),
+                json!(["a", "z"]),
+            ),
+            (json!(5), "GreaterThan", json!("4"), json!(5)),
+            (
+                json!("1Gi"),
+                "GreaterThanOrEquals",
+                json!("1024Mi"),
+                json!("2Gi"),
+            ),
+            (json!("90s"), "LessThan", json!("2m"), json!("1m")),
+            (
+                json!("500m"),
+                "LessThanOrEquals",
+                json!("0.5"),
+                json!("400m"),
+            ),
+            (json!(5), "AnyIn", json!(["1-10"]), json!(["6-10"])),
+            (json!(5), "AnyIn", json!(["1!-4"]), json!(["1!-10"])),
+            (json!(5), "AnyNotIn", json!(["6-10"]), json!(["1-10"])),
+        ];
+        for (key, op, yes, no) in cases {
+            assert!(holds(key.clone(), op, yes.clone()), "{key} {op} {yes}");
+            assert!(
+                !holds(key.clone(), op, no.clone()),
+                "{key} {op} {no} should not hold"
+            );
+        }
+    }
+
+    #[test]
+    fn any_and_all_blocks() {
+        let settings =
+            |block: Value| marking(json!({"match": binding_match(), "preconditions": block}));
+        let t = json!({"key": "a", "operator": "Equals", "value": "a"});
+        let f = json!({"key": "a", "operator": "Equals", "value": "b"});
+        assert!(marked(&run(
+            "binding.json",
+            settings(json!({"any": [f, t]}))
+        )));
+        assert!(!marked(&run(
+            "binding.json",
+            settings(json!({"all": [f, t]}))
+        )));
+        assert!(marked(&run(
+            "binding.json",
+            settings(json!({"any": [f, t], "all": [t]}))
+        )));
+        assert!(marked(&run("binding.json", settings(json!([t])))));
+    }
+}
+
+/// 5. Variables.
+mod point5_variables {
+    use super::*;
+
+    /// What a rule writes to the Pod's `spec.priority` from `value`.
+    fn written(value: Value) -> Value {
+        let settings = rule(
+            json!({"match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "context": [{"name": "n", "variable": {"value": 3}}],
+            "mutate": {"patchStrategicMerge": {"spec": {"priority": value}}}}),
+        );
+        run("pod-with-node-name.json", settings)
+            .mutated_object
+            .and_then(|o| o.pointer("/spec/priority").cloned())
+            .unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn types_embedding_nesting_and_escapes() {
+        assert_eq!(written(json!("{{ n }}")), json!(3));
+        assert_eq!(written(json!("n{{ n }}")), json!("n3"));
+        assert_eq!(
+            written(json!("{{ request.object.{{ 'spec' }}.nodeName }}")),
+            json!("node-1")
+        );
+        assert_eq!(written(json!("\\{{ n }}")), json!("{{ n }}"));
+        assert_eq!(written(json!("{{ serviceAccountName }}")), json!("placer"));
+    }
+
+    #[test]
+    fn service_account_variables() {
+        let settings = rule(
+            json!({"match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"sa": "{{serviceAccountNamespace}}/{{serviceAccountName}}"}}}}}),
+        );
+        assert_eq!(
+            annotations(&run("pod-with-node-name.json", settings))["sa"],
+            "ops/placer"
+        );
+    }
+
+    #[test]
+    fn an_unresolved_variable_fails_the_rule_naming_it() {
+        let settings = rule(json!({"match": binding_match(),
+            "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"x": "{{ request.object.nothing }}"}}}}}));
+        let response = run("binding.json", settings);
+        assert!(response.mutated_object.is_none());
+        let warning = &response.warnings.unwrap()[0];
+        assert!(
+            warning.contains("rule \"r\"") && warning.contains("{{request.object.nothing}}"),
+            "{warning}"
+        );
+    }
+}
+
+/// 6. Kyverno's functions inside rules (each family is unit-tested in
+///    `jmes` and `kyverno_functions`).
+mod point6_functions {
+    use super::*;
+
+    #[test]
+    fn functions_in_rules() {
+        let cases = [
+            ("{{ to_upper(request.object.target.name) }}", "NODE-1"),
+            (
+                "{{ regex_replace_all('-([0-9]+)$', request.object.target.name, '_$1') }}",
+                "node_1",
+            ),
+            ("{{ add('1Gi', '512Mi') }}", "1536Mi"),
+            ("{{ base64_encode('zone') }}", "em9uZQ=="),
+            (
+                "{{ to_string(semver_compare('1.30.2', '>=1.30.0')) }}",
+                "true",
+            ),
+            (
+                "{{ time_add('2024-01-01T00:00:00Z', '36h') }}",
+                "2024-01-02T12:00:00Z",
+            ),
+            ("{{ parse_yaml('rack: r7').rack }}", "r7"),
+            ("{{ split('a/b', '/')[1] }}", "b"),
+        ];
+        for (expression, want) in cases {
+            let settings = rule(json!({"match": binding_match(),
+                "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"out": expression}}}}}));
+            assert_eq!(
+                annotations(&run("binding.json", settings))["out"],
+                want,
+                "{expression}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_and_clock_functions_are_refused_at_load() {
+        let with = |expression: &str| {
+            refused(rule(json!({"match": binding_match(),
+                "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"out": expression}}}}})))
+        };
+        assert!(with("{{ x509_decode('a') }}").contains("x509_decode() is not available"));
+        assert!(with("{{ time_now_utc() }}").contains("reads the clock"));
+    }
+}
+
+/// 7. mutate: strategic merge with anchors and named lists, JSON patches,
+///    foreach (nested too), `{{@}}`.
+mod point7_mutate {
+    use super::*;
+
+    fn pod_rule(mutate: Value) -> Value {
+        rule(json!({"match": {"any": [{"resources": {"kinds": ["Pod"]}}]}, "mutate": mutate}))
+    }
+
+    fn mutated_pod(mutate: Value) -> Value {
+        run("pod-with-node-name.json", pod_rule(mutate))
+            .mutated_object
+            .unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn strategic_merge_merges_containers_and_env_by_name() {
+        let pod = mutated_pod(json!({"patchStrategicMerge": {"spec": {"containers": [
+            {"name": "web", "env": [{"name": "REGION", "value": "us-east-2"}]},
+            {"name": "sidecar", "image": "proxy:1"}
+        ]}}}));
+        let containers = pod.pointer("/spec/containers").unwrap();
+        assert_eq!(containers.as_array().unwrap().len(), 2);
+        assert_eq!(containers[0]["image"], "nginx:1.27");
+        let env: Vec<&str> = containers[0]["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(env, ["ZONE", "REGION"]);
+    }
+
+    #[test]
+    fn anchors() {
+        // Conditional: only containers whose image matches.
+        let pod = mutated_pod(json!({"patchStrategicMerge": {"spec": {"containers": [
+            {"(image)": "nginx:*", "imagePullPolicy": "Always"}]}}}));
+        assert_eq!(
+            pod.pointer("/spec/containers/0/imagePullPolicy").unwrap(),
+            "Always"
+        );
+        let unchanged = run(
+            "pod-with-node-name.json",
+            pod_rule(json!({"patchStrategicMerge": {"spec": {"containers": [
+            {"(image)": "redis:*", "imagePullPolicy": "Always"}]}}})),
+        );
+        assert!(unchanged.mutated_object.is_none());
+        // Add if absent: an existing value stays.
+        let pod = mutated_pod(
+            json!({"patchStrategicMerge": {"metadata": {"labels": {"+(app)": "other", "+(tier)": "front"}}}}),
+        );
+        assert_eq!(
+            pod.pointer("/metadata/labels").unwrap(),
+            &json!({"app": "web", "tier": "front"})
+        );
+        // Global: the whole rule is skipped when it does not hold.
+        let skipped = run(
+            "pod-with-node-name.json",
+            pod_rule(json!({"patchStrategicMerge": {
+            "metadata": {"labels": {"x": "y"}}, "spec": {"<(nodeName)": "gpu-*"}}})),
+        );
+        assert!(skipped.mutated_object.is_none());
+    }
+
+    #[test]
+    fn json6902_patches() {
+        let pod = mutated_pod(
+            json!({"patchesJson6902": "- op: add\n  path: /metadata/labels/zone\n  value: '{{ request.object.spec.nodeName }}'\n- op: replace\n  path: /spec/priority\n  value: 10"}),
+        );
+        assert_eq!(pod.pointer("/metadata/labels/zone").unwrap(), "node-1");
+        assert_eq!(pod.pointer("/spec/priority").unwrap(), 10);
+    }
+
+    #[test]
+    fn foreach_with_element_index_and_preconditions() {
+        let pod = mutated_pod(json!({"foreach": [{
+            "list": "request.object.spec.containers",
+            "preconditions": {"all": [{"key": "{{element.name}}", "operator": "Equals", "value": "web"}]},
+            "patchStrategicMerge": {"metadata": {"annotations": {"c{{elementIndex}}": "{{element.image}}"}}}
+        }]}));
+        assert_eq!(
+            pod.pointer("/metadata/annotations/c0").unwrap(),
+            "nginx:1.27"
+        );
+    }
+
+    #[test]
+    fn nested_foreach_sees_outer_elements() {
+        let pod = mutated_pod(json!({"foreach": [{
+            "list": "request.object.spec.containers",
+            "foreach": [{
+                "list": "element.env",
+                "patchStrategicMerge": {"metadata": {"annotations": {
+                    "env-{{elementIndex0}}-{{elementIndex1}}": "{{element0.name}}:{{element.name}}"}}}
+            }]
+        }]}));
+        assert_eq!(
+            pod.pointer("/metadata/annotations/env-0-0").unwrap(),
+            "web:ZONE"
+        );
+    }
+
+    #[test]
+    fn at_sign_is_the_value_being_replaced() {
+        let pod = mutated_pod(json!({"patchStrategicMerge": {"spec": {"containers": [{
+            "(name)": "*",
+            "image": "{{ regex_replace_all('^([^/]+\\.[^/]+/)?(.*)$', '{{@}}', 'mirror.example.com/$2') }}"
+        }]}}}));
+        assert_eq!(
+            pod.pointer("/spec/containers/0/image").unwrap(),
+            "mirror.example.com/nginx:1.27"
+        );
+        // A field the object lacks has no `@`: the rule fails, naming it.
+        let response = run(
+            "pod-with-node-name.json",
+            pod_rule(json!({"patchStrategicMerge": {"spec": {"hostname": "{{@}}-x"}}})),
+        );
+        assert!(response.warnings.unwrap()[0].contains("{{@}}"));
+    }
+}
+
+/// 8. failurePolicy for rules that error.
+mod point8_failure_policy {
+    use super::*;
+
+    fn failing_then_marking(policy: &str) -> Value {
+        json!({"failurePolicy": policy, "rules": [
+            {"name": "broken", "match": binding_match(),
+             "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"x": "{{ missing.value }}"}}}}},
+            {"name": "fine", "match": binding_match(),
+             "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"marker": "yes"}}}}}
+        ]})
+    }
+
+    #[test]
+    fn ignore_skips_the_rule_with_a_warning_and_goes_on() {
+        let response = run("binding.json", failing_then_marking("Ignore"));
+        assert!(response.accepted && marked(&response));
+        assert!(response.warnings.unwrap()[0].contains("rule \"broken\""));
+    }
+
+    #[test]
+    fn fail_rejects_the_request_naming_the_rule() {
+        let response = run("binding.json", failing_then_marking("Fail"));
+        assert!(!response.accepted);
+        assert!(response.message.unwrap().contains("rule \"broken\""));
+    }
+}
+
+/// 9. What admission cannot do is refused at load time, naming the field.
+mod point9_refused {
+    use super::*;
+
+    #[test]
+    fn unsupported_fields_name_the_field_and_the_reason() {
+        let cases = [
+            (
+                json!({"match": binding_match(), "validate": {"pattern": {}}}),
+                "settings.rules[0].validate: validate rules are not supported",
+            ),
+            (
+                json!({"match": binding_match(), "generate": {}}),
+                "settings.rules[0].generate: generate rules need a background controller",
+            ),
+            (
+                json!({"match": binding_match(), "verifyImages": []}),
+                "settings.rules[0].verifyImages",
+            ),
+            (
+                json!({"match": binding_match(), "mutate": {"targets": [], "patchStrategicMerge": {}}}),
+                "settings.rules[0].mutate.targets",
+            ),
+            (
+                json!({"match": binding_match(), "context": [{"name": "i", "imageRegistry": {"reference": "x"}}], "mutate": {"patchStrategicMerge": {}}}),
+                "imageRegistry",
+            ),
+            (
+                json!({"match": binding_match(), "context": [{"name": "g", "globalReference": {"name": "x"}}], "mutate": {"patchStrategicMerge": {}}}),
+                "globalReference",
+            ),
+            (
+                json!({"match": binding_match(), "context": [{"name": "s", "apiCall": {"service": {"url": "https://x"}}}], "mutate": {"patchStrategicMerge": {}}}),
+                "service",
+            ),
+        ];
+        for (body, want) in cases {
+            let message = refused(rule(body.clone()));
+            assert!(message.contains(want), "{message} should contain {want}");
+        }
+    }
+
+    #[test]
+    fn expressions_and_patches_are_checked_at_load() {
+        let bad_path = rule(
+            json!({"match": binding_match(), "context": [{"name": "v", "variable": {"jmesPath": "a.["}}],
+            "mutate": {"patchStrategicMerge": {}}}),
+        );
+        assert!(refused(bad_path).contains("settings.rules[0]: JMESPath \"a.[\" is invalid"));
+        let bad_patch = rule(
+            json!({"match": binding_match(), "mutate": {"patchesJson6902": "- op: jump\n  path: /x"}}),
+        );
+        assert!(refused(bad_patch).contains("settings.rules[0].mutate.patchesJson6902"));
+        let deep = rule(
+            json!({"match": binding_match(), "mutate": {"foreach": [{"list": "a", "foreach": [{"list": "b", "foreach": [{"list": "c", "foreach": [{"list": "d", "foreach": [{"list": "e", "patchStrategicMerge": {}}]}]}]}]}]}}),
+        );
+        assert!(refused(deep).contains("nests deeper than 4"));
+    }
+}
