@@ -2,9 +2,10 @@
 //! the Node they land on.
 //!
 //! Flow: [`wapc_init`] registers the waPC entry points; `validate` decodes the
-//! request ([`admission`]), loads the settings ([`settings`]), reads the Node
-//! through the host ([`node_lookup`]) and writes the chosen keys into the
-//! received object ([`mutation`]).
+//! request ([`admission`]), loads the settings ([`settings`]) and runs them as
+//! one [`pipeline`] of steps: the short form's (read the Node through the
+//! host, [`node_lookup`]; write the chosen keys, [`mutation`]) and Kyverno's
+//! rules ([`rules`], reading the cluster through [`cluster`]).
 
 // A panic in wasm is a trap, and a trap on pods/binding stalls scheduling:
 // nothing on a path fed by requests, settings or the host may panic.
@@ -29,6 +30,7 @@ pub mod glob;
 pub mod k8s_names;
 pub mod mutation;
 pub mod node_lookup;
+pub mod pipeline;
 pub mod rules;
 pub mod settings;
 
@@ -40,11 +42,9 @@ use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use serde_json::value::RawValue;
 use wapc_guest::prelude::*;
 
-use crate::admission::{AdmissionRequest, Subject, ValidatePayload, classify};
-use crate::cluster::{CachedCluster, Cluster, HostCluster};
-use crate::mutation::ObjectKind;
-use crate::node_lookup::{HostNodeLookup, NodeFields, NodeLookup};
-use crate::settings::FailurePolicy;
+use crate::admission::{Subject, ValidatePayload, classify};
+use crate::cluster::{Cluster, HostCluster};
+use crate::node_lookup::{HostNodeLookup, NodeLookup};
 
 /// Prefix of every warning, so users know where it comes from.
 pub const WARNING_PREFIX: &str = "node-metadata-policy: ";
@@ -118,129 +118,22 @@ pub fn evaluate(raw: &[u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> V
             );
         }
     };
-    let mut warnings = Vec::new();
-    let mut changed = false;
-    let placed = match subject {
-        Subject::PassThrough { why } => {
-            warnings.extend(why.as_deref().map(not_handled));
-            None
-        }
-        Subject::Binding { node, object } => Some((node, object, ObjectKind::Binding)),
-        Subject::PlacedPod { node, object } => Some((node, object, ObjectKind::PlacedPod)),
+    let pipeline = pipeline::Pipeline {
+        plan: &plan,
+        request: &payload.request,
+        raw_settings,
+        lookup,
+        cluster,
     };
-    let mut object = match placed {
-        Some((_, object, _)) if plan.copy.is_empty() => Some(object),
-        Some((node, object, kind)) => {
-            match copy_node_metadata(&plan, lookup, &node, object, kind) {
-                Ok((object, copy_changed, more)) => {
-                    changed |= copy_changed;
-                    warnings.extend(more);
-                    Some(object)
-                }
-                Err(response) => return *response,
-            }
-        }
-        None => None,
-    };
-    if !plan.rules.is_empty() {
-        match run_rules(
-            &plan,
-            &payload.request,
-            raw_settings,
-            object.take(),
-            cluster,
-        ) {
-            Ok((mutated, rules_changed, more)) => {
-                object = mutated;
-                changed |= rules_changed;
-                warnings.extend(more);
-            }
-            Err(message) => return reject(message),
-        }
+    let outcome = pipeline.run(subject);
+    match outcome.rejection {
+        Some(message) => reject(message),
+        None => accept(outcome.object.filter(|_| outcome.changed), outcome.warnings),
     }
-    accept(object.filter(|_| changed), warnings)
 }
 
 fn not_handled(why: &str) -> String {
     format!("request not handled: {why}")
-}
-
-/// The short form: read the Node, write its metadata into the object.
-fn copy_node_metadata(
-    plan: &settings::PolicyPlan,
-    lookup: &dyn NodeLookup,
-    node: &str,
-    mut object: serde_json::Value,
-    kind: ObjectKind,
-) -> Result<(serde_json::Value, bool, Vec<String>), Box<ValidationResponse>> {
-    let fields = NodeFields {
-        labels: plan.reads(settings::Source::Label),
-        annotations: plan.reads(settings::Source::Annotation),
-    };
-    let answer = lookup.fetch_node(node, fields);
-    let metadata = match answer
-        .as_deref()
-        .map_err(String::clone)
-        .and_then(node_lookup::parse_node)
-    {
-        Ok(metadata) => metadata,
-        Err(cause) => {
-            let message = format!("cannot read Node {node:?}: {cause}");
-            return match plan.failure_policy {
-                FailurePolicy::Fail => Err(Box::new(reject(message))),
-                FailurePolicy::Ignore => Ok((
-                    object,
-                    false,
-                    vec![format!("Node metadata not added: {message}")],
-                )),
-            };
-        }
-    };
-    let selection = mutation::select(plan, node, &metadata);
-    match mutation::apply(&mut object, selection, plan, kind) {
-        Ok(applied) => Ok((object, applied.changed, applied.warnings)),
-        Err(message) => Err(Box::new(reject(message))),
-    }
-}
-
-/// The Kyverno rules, over the request with the object as mutated so far.
-fn run_rules(
-    plan: &settings::PolicyPlan,
-    request: &AdmissionRequest,
-    raw_settings: &str,
-    object: Option<serde_json::Value>,
-    cluster: &dyn Cluster,
-) -> Result<(Option<serde_json::Value>, bool, Vec<String>), String> {
-    let Some((request, received)) = rules::request_data(request, raw_settings, object.is_none())
-    else {
-        return Ok((object, false, Vec::new()));
-    };
-    let object = match object.or(received) {
-        Some(object) => object,
-        // Nothing to mutate (DELETE, CONNECT).
-        None => return Ok((None, false, Vec::new())),
-    };
-    let engine = rules::engine::Engine {
-        rules: &plan.rules,
-        // Only the functions the settings name get registered.
-        function_hint: raw_settings,
-        resource_kinds: &plan.resource_kinds,
-        on_error: plan.failure_policy,
-    };
-    let before = object.clone();
-    let mut outcome = engine.run(
-        &std::rc::Rc::new(request),
-        object,
-        &CachedCluster::new(cluster),
-    );
-    if let Some(message) = outcome.rejection {
-        return Err(message);
-    }
-    outcome
-        .warnings
-        .extend(mutation::guard_metadata(&before, &mut outcome.object));
-    let changed = outcome.object != before;
-    Ok((Some(outcome.object), changed, outcome.warnings))
 }
 
 fn accept(mutated_object: Option<serde_json::Value>, warnings: Vec<String>) -> ValidationResponse {

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::node_lookup::parse_node;
+use crate::node_lookup::{NodeFields, parse_node};
 
 /// A `NodeLookup` answering from a fixed result and recording every call.
 struct FakeLookup {

@@ -190,6 +190,59 @@ mod point1_rule_flow {
     }
 }
 
+/// The short form is a step of the same pipeline as the rules.
+mod one_pipeline {
+    use super::*;
+    use crate::pipeline::Step;
+
+    #[test]
+    fn short_form_first_then_each_rule() {
+        let plan = crate::settings::load(
+            &serde_json::to_vec(&json!({"copy": [{"label": "a"}], "rules": [
+                {"name": "one", "match": binding_match(), "mutate": {"patchStrategicMerge": {}}},
+                {"name": "two", "match": binding_match(), "mutate": {"patchStrategicMerge": {}}}]}))
+            .unwrap(),
+        )
+        .unwrap();
+        let steps: Vec<String> = plan
+            .steps()
+            .map(|step| match step {
+                Step::NodeMetadata => "node metadata".to_string(),
+                Step::Rule(rule) => rule.name.clone(),
+            })
+            .collect();
+        assert_eq!(steps, ["node metadata", "one", "two"]);
+    }
+
+    #[test]
+    fn a_failing_node_read_is_judged_like_a_failing_rule() {
+        let settings = |policy: &str| {
+            json!({"failurePolicy": policy, "copy": [{"label": "topology.kubernetes.io/zone"}],
+                "rules": [{"name": "after", "match": binding_match(),
+                  "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"marker": "yes"}}}}}]})
+        };
+        // No Node in the cluster: the short form's step fails.
+        let empty = Table::default();
+        let ignored = run_on(request("binding.json"), settings("Ignore"), &empty);
+        assert!(
+            ignored.accepted && marked(&ignored),
+            "later steps still run"
+        );
+        assert!(
+            ignored.warnings.unwrap()[0]
+                .contains("Node metadata not added: cannot read Node \"node-1\"")
+        );
+        let failed = run_on(request("binding.json"), settings("Fail"), &empty);
+        assert!(!failed.accepted);
+        assert!(
+            failed
+                .message
+                .unwrap()
+                .contains("cannot read Node \"node-1\"")
+        );
+    }
+}
+
 /// 2. match / exclude.
 mod point2_match_exclude {
     use super::*;

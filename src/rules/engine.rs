@@ -16,7 +16,6 @@ use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, Rul
 use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
 use super::{jmes, variables};
 use crate::cluster::{CachedCluster, Read};
-use crate::settings::FailurePolicy;
 
 /// At most this many elements of a `foreach` list are processed.
 pub const MAX_FOREACH_ELEMENTS: usize = 1000;
@@ -25,56 +24,31 @@ pub const MAX_FOREACH_DEPTH: usize = 4;
 /// At most this many loop iterations per rule, nested loops counted.
 pub const MAX_FOREACH_ITERATIONS: usize = 10_000;
 
-/// What running the rules did.
-#[derive(Debug, Default)]
-pub struct RulesOutcome {
-    pub object: Value,
-    pub warnings: Vec<String>,
-    /// Set when a rule failed under `failurePolicy: Fail`.
-    pub rejection: Option<String>,
-}
-
+/// What a rule needs to run: Kyverno's rules, their resources and functions.
 pub struct Engine<'r> {
-    pub rules: &'r [RuleSpec],
-    /// The rules' settings text: only functions named in it are registered.
-    pub function_hint: &'r str,
     pub resource_kinds: &'r [ResourceKind],
-    /// Kyverno's meaning: `Fail` rejects the request when a rule errors,
-    /// `Ignore` skips that rule with a warning.
-    pub on_error: FailurePolicy,
+    /// The function table for the rules' settings (see `jmes::shared_runtime`).
+    pub runtime: &'r Runtime,
 }
 
-enum RuleResult {
+/// What one rule did to the object.
+pub enum RuleResult {
     Applied(Value),
     Skipped,
 }
 
 impl Engine<'_> {
-    /// Runs the rules over `object`, the request's object as mutated so far;
-    /// `request` is the admission request as JMESPath data.
-    pub fn run(&self, request: &Rcvar, object: Value, cluster: &CachedCluster) -> RulesOutcome {
-        let mut outcome = RulesOutcome {
-            object,
-            ..RulesOutcome::default()
-        };
-        let rt = &*jmes::shared_runtime(self.function_hint);
-        for rule in self.rules {
-            match self.run_rule(rt, rule, request, &outcome.object, cluster) {
-                Ok(RuleResult::Applied(object)) => outcome.object = object,
-                Ok(RuleResult::Skipped) => {}
-                Err(message) => {
-                    let message = format!("rule {:?}: {message}", rule.name);
-                    match self.on_error {
-                        FailurePolicy::Fail => {
-                            outcome.rejection = Some(message);
-                            return outcome;
-                        }
-                        FailurePolicy::Ignore => outcome.warnings.push(message),
-                    }
-                }
-            }
-        }
-        outcome
+    /// Runs one rule over `object`, the request's object as the steps before
+    /// left it; `request` is the admission request as JMESPath data. An error
+    /// is the reason the rule failed, for `failurePolicy` to judge.
+    pub fn apply(
+        &self,
+        rule: &RuleSpec,
+        request: &Rcvar,
+        object: &Value,
+        cluster: &CachedCluster,
+    ) -> Result<RuleResult, String> {
+        self.run_rule(self.runtime, rule, request, object, cluster)
     }
 
     fn run_rule(

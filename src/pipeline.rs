@@ -1,0 +1,219 @@
+//! One pipeline for both forms of the settings. They compile to steps (the
+//! short form's Node-metadata step, then each Kyverno rule) that run in
+//! order over one object: every step sees what the steps before it wrote,
+//! and a step that fails is judged by `failurePolicy` the same way whichever
+//! form it came from.
+
+use std::rc::Rc;
+
+use jmespath::Rcvar;
+use serde_json::Value;
+
+use crate::admission::{AdmissionRequest, Subject};
+use crate::cluster::{CachedCluster, Cluster};
+use crate::mutation::{self, ObjectKind};
+use crate::node_lookup::{self, NodeFields, NodeLookup};
+use crate::rules;
+use crate::rules::engine::{Engine, RuleResult};
+use crate::rules::spec::RuleSpec;
+use crate::settings::{self, FailurePolicy, PolicyPlan};
+
+/// One step of the pipeline.
+pub enum Step<'p> {
+    /// The short form (or the zone/region default): on a Binding or a Pod
+    /// created on a Node, read that Node and write the chosen keys.
+    NodeMetadata,
+    /// A Kyverno rule.
+    Rule(&'p RuleSpec),
+}
+
+impl PolicyPlan {
+    /// The settings as steps, in the order they run.
+    pub fn steps(&self) -> impl Iterator<Item = Step<'_>> {
+        let node_metadata = (!self.copy.is_empty()).then_some(Step::NodeMetadata);
+        node_metadata
+            .into_iter()
+            .chain(self.rules.iter().map(Step::Rule))
+    }
+}
+
+/// How a step ended when it did not simply apply or skip.
+enum StepError {
+    /// The step could not do its work: `failurePolicy` decides.
+    Failed {
+        message: String,
+        /// The warning when the failure is ignored.
+        ignored: String,
+    },
+    /// The user asked for this request to be refused (`onPresetKeys: Reject`).
+    Reject(String),
+}
+
+/// What the pipeline did.
+#[derive(Default)]
+pub struct Outcome {
+    /// The object as mutated (when there was one to mutate).
+    pub object: Option<Value>,
+    pub changed: bool,
+    pub warnings: Vec<String>,
+    /// Set when the request must be refused, with the reason.
+    pub rejection: Option<String>,
+}
+
+/// What the rules read, prepared once, when the first rule runs.
+struct RuleInputs {
+    request: Rcvar,
+    runtime: Rc<jmespath::Runtime>,
+}
+
+pub struct Pipeline<'a> {
+    pub plan: &'a PolicyPlan,
+    pub request: &'a AdmissionRequest<'a>,
+    /// The settings text: the rules' functions are picked from it.
+    pub raw_settings: &'a str,
+    pub lookup: &'a dyn NodeLookup,
+    pub cluster: &'a dyn Cluster,
+}
+
+impl Pipeline<'_> {
+    pub fn run(&self, subject: Subject) -> Outcome {
+        let mut outcome = Outcome::default();
+        let placement = match subject {
+            Subject::Binding { node, object } => {
+                outcome.object = Some(object);
+                Some((node, ObjectKind::Binding))
+            }
+            Subject::PlacedPod { node, object } => {
+                outcome.object = Some(object);
+                Some((node, ObjectKind::PlacedPod))
+            }
+            Subject::PassThrough { why } => {
+                outcome
+                    .warnings
+                    .extend(why.map(|why| format!("request not handled: {why}")));
+                None
+            }
+        };
+        let cluster = CachedCluster::new(self.cluster);
+        let mut inputs: Option<RuleInputs> = None;
+        for step in self.plan.steps() {
+            let result = match step {
+                Step::NodeMetadata => match (&placement, outcome.object.as_mut()) {
+                    (Some((node, kind)), Some(object)) => self.node_metadata(node, object, *kind),
+                    // Only Bindings and placed Pods have a Node to read.
+                    _ => continue,
+                },
+                Step::Rule(rule) => {
+                    let Some(ready) = self.rule_inputs(&mut inputs, &mut outcome) else {
+                        // Nothing to mutate (DELETE, CONNECT) or no request data.
+                        break;
+                    };
+                    self.rule(rule, ready, &mut outcome, &cluster)
+                }
+            };
+            match result {
+                Ok((changed, warnings)) => {
+                    outcome.changed |= changed;
+                    outcome.warnings.extend(warnings);
+                }
+                Err(StepError::Reject(message)) => {
+                    outcome.rejection = Some(message);
+                    return outcome;
+                }
+                Err(StepError::Failed { message, ignored }) => match self.plan.failure_policy {
+                    FailurePolicy::Fail => {
+                        outcome.rejection = Some(message);
+                        return outcome;
+                    }
+                    FailurePolicy::Ignore => outcome.warnings.push(ignored),
+                },
+            }
+        }
+        outcome
+    }
+
+    /// Decodes the request for the rules the first time one runs; the object
+    /// comes from the request when no earlier step produced it.
+    fn rule_inputs<'i>(
+        &self,
+        inputs: &'i mut Option<RuleInputs>,
+        outcome: &mut Outcome,
+    ) -> Option<&'i RuleInputs> {
+        if inputs.is_none() {
+            let (request, received) =
+                rules::request_data(self.request, self.raw_settings, outcome.object.is_none())?;
+            if outcome.object.is_none() {
+                outcome.object = received;
+            }
+            outcome.object.as_ref()?;
+            *inputs = Some(RuleInputs {
+                request: Rc::new(request),
+                runtime: rules::jmes::shared_runtime(self.raw_settings),
+            });
+        }
+        inputs.as_ref()
+    }
+
+    /// The short form's step: read the Node, write its metadata.
+    fn node_metadata(
+        &self,
+        node: &str,
+        object: &mut Value,
+        kind: ObjectKind,
+    ) -> Result<(bool, Vec<String>), StepError> {
+        let plan = self.plan;
+        let fields = NodeFields {
+            labels: plan.reads(settings::Source::Label),
+            annotations: plan.reads(settings::Source::Annotation),
+        };
+        let answer = self.lookup.fetch_node(node, fields);
+        let metadata = answer
+            .as_deref()
+            .map_err(String::clone)
+            .and_then(node_lookup::parse_node)
+            .map_err(|cause| {
+                let message = format!("cannot read Node {node:?}: {cause}");
+                StepError::Failed {
+                    ignored: format!("Node metadata not added: {message}"),
+                    message,
+                }
+            })?;
+        let selection = mutation::select(plan, node, &metadata);
+        let applied = mutation::apply(object, selection, plan, kind).map_err(StepError::Reject)?;
+        Ok((applied.changed, applied.warnings))
+    }
+
+    /// A Kyverno rule's step; what it writes to metadata is checked the way
+    /// the short form checks its own keys.
+    fn rule(
+        &self,
+        rule: &RuleSpec,
+        inputs: &RuleInputs,
+        outcome: &mut Outcome,
+        cluster: &CachedCluster,
+    ) -> Result<(bool, Vec<String>), StepError> {
+        let Some(object) = outcome.object.as_mut() else {
+            return Ok((false, Vec::new()));
+        };
+        let engine = Engine {
+            resource_kinds: &self.plan.resource_kinds,
+            runtime: &inputs.runtime,
+        };
+        match engine.apply(rule, &inputs.request, object, cluster) {
+            Ok(RuleResult::Skipped) => Ok((false, Vec::new())),
+            Ok(RuleResult::Applied(mut mutated)) => {
+                let warnings = mutation::guard_metadata(object, &mut mutated);
+                let changed = mutated != *object;
+                *object = mutated;
+                Ok((changed, warnings))
+            }
+            Err(why) => {
+                let message = format!("rule {:?}: {why}", rule.name);
+                Err(StepError::Failed {
+                    ignored: message.clone(),
+                    message,
+                })
+            }
+        }
+    }
+}
