@@ -152,7 +152,7 @@ fn register_time(add: &mut dyn FnMut(&str, Vec<T>, Body)) {
         "time_diff",
         vec![s(), s()],
         Box::new(move |a, c| {
-            let nanos = time(a, 1, c)?.nanos - time(a, 0, c)?.nanos;
+            let nanos = time(a, 1, c)?.nanos.saturating_sub(time(a, 0, c)?.nanos);
             string(Duration { nanos }.to_go_string())
         }),
     );
@@ -177,7 +177,7 @@ fn register_time(add: &mut dyn FnMut(&str, Vec<T>, Body)) {
                 };
                 parsed.map_err(|e| fail(c, format!("time_since: {e}")))
             };
-            let nanos = parse(2)?.nanos - parse(1)?.nanos;
+            let nanos = parse(2)?.nanos.saturating_sub(parse(1)?.nanos);
             string(Duration { nanos }.to_go_string())
         }),
     );
@@ -260,7 +260,9 @@ fn arithmetic(op: Op, x: Operand, y: Operand) -> Result<Rcvar, String> {
         } else {
             nanos as f64 * factor
         };
-        if result.is_finite() {
+        // Beyond 10^36 nano-units (10^27 units, or ~3·10^19 years) is no
+        // real quantity or duration.
+        if result.is_finite() && result.abs() < 1e36 {
             Ok(result.round() as i128)
         } else {
             Err("result out of range".into())
@@ -497,5 +499,18 @@ mod tests {
         );
         assert!(fails("time_since('', '2023-01-12T17:00:00Z', '')").contains("clock"));
         assert!(fails("time_add('yesterday', '1h')").contains("RFC 3339"));
+        // Extremes stay answers, never overflow traps.
+        for expression in [
+            "time_add('9999-12-31T23:59:59Z', '9999999999999h')",
+            "time_to_cron(time_add('0001-01-01T00:00:00Z', '-9999999999999h'))",
+            "time_truncate(time_add('9999-12-31T23:59:59Z', '9999999999999h'), '7h')",
+            "time_diff('0001-01-01T00:00:00Z', '9999-12-31T23:59:59Z')",
+            "multiply('8Ei', `1e300`)",
+            "add('8Ei', '8Ei')",
+            "multiply('-1', `1e200`)",
+        ] {
+            let rt = runtime();
+            let _ = search_var(&rt, expression, &Rc::new(Variable::Null));
+        }
     }
 }

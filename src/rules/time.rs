@@ -51,20 +51,30 @@ impl Instant {
         if step.nanos <= 0 {
             return self;
         }
-        let since_year_one = self.nanos + YEAR_ONE_TO_EPOCH * NANOS_PER_SECOND;
+        let since_year_one = self
+            .nanos
+            .saturating_add(YEAR_ONE_TO_EPOCH * NANOS_PER_SECOND);
         Instant {
-            nanos: self.nanos - since_year_one.rem_euclid(step.nanos),
+            nanos: self
+                .nanos
+                .saturating_sub(since_year_one.rem_euclid(step.nanos)),
             ..self
         }
     }
 
     fn local_seconds(self) -> i128 {
-        self.nanos.div_euclid(NANOS_PER_SECOND) + i128::from(self.offset_seconds)
+        self.nanos
+            .div_euclid(NANOS_PER_SECOND)
+            .saturating_add(i128::from(self.offset_seconds))
     }
 
     fn civil(self) -> Civil {
         let local = self.local_seconds();
-        let days = local.div_euclid(86_400) as i64;
+        // Far beyond any real date only after saturating arithmetic; keep
+        // the calendar maths in range.
+        let days = i64::try_from(local.div_euclid(86_400))
+            .unwrap_or(0)
+            .clamp(-(1 << 40), 1 << 40);
         let in_day = local.rem_euclid(86_400) as u32;
         let (year, month, day) = civil_from_days(days);
         Civil {
@@ -99,7 +109,7 @@ impl Instant {
         let c = self.civil();
         let days = self.local_seconds().div_euclid(86_400);
         // 1970-01-01 was a Thursday (4).
-        let weekday = (days + 4).rem_euclid(7);
+        let weekday = days.saturating_add(4).rem_euclid(7);
         format!("{} {} {} {} {weekday}", c.minute, c.hour, c.day, c.month)
     }
 

@@ -73,7 +73,10 @@ impl Quantity {
     /// Kubernetes' canonical form: the largest suffix that keeps an integer.
     pub fn to_canonical(self) -> String {
         let n = self.nanos;
-        if self.format == QuantityFormat::BinarySI && n % NANO == 0 && n.abs() >= 1024 * NANO {
+        if self.format == QuantityFormat::BinarySI
+            && n % NANO == 0
+            && n.unsigned_abs() >= 1024 * NANO as u128
+        {
             let units = n / NANO;
             for (suffix, power) in BINARY.iter().rev() {
                 let scale = 1024i128.pow(*power);
