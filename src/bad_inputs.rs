@@ -562,6 +562,29 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
+            when: "a rule matches on `clusterRoles` and RoleBindings are missing from `contextAwareResources`",
+            answer_text: "cannot work out the requester's roles: listing RoleBindings: Policy has not been granted access",
+            answer: Accepted {
+                patched: false,
+                warning: "rule \"scheduler-only\": cannot work out the requester's roles: listing RoleBindings: Policy has not been granted access to Kubernetes resource: rbac.authorization.k8s.io/v1/RoleBinding",
+            },
+            run: || {
+                let rules = json!({"rules": [{
+                    "name": "scheduler-only",
+                    "match": {"any": [{"clusterRoles": ["system:kube-scheduler"]}]},
+                    "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"a": "b"}}}}
+                }]});
+                (
+                    payload(fixture("binding.json"), rules),
+                    host_error(
+                        "Policy has not been granted access to Kubernetes resource: rbac.authorization.k8s.io/v1/RoleBinding",
+                    ),
+                )
+            },
+            // The host is asked (for the RoleBindings), not for the Node.
+            reads_node: true,
+        },
+        Case {
             when: "settings list more than 500 entries",
             answer_text: "settings.copy: 501 entries; at most 500 are allowed",
             answer: SettingsRefused("settings.copy: 501 entries; at most 500 are allowed"),
