@@ -229,7 +229,8 @@ impl CopyRule {
             Some((prefix, _)) => self
                 .target
                 .literal_prefix()
-                .starts_with(&format!("{prefix}/")),
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/')),
             None => true,
         }
     }
