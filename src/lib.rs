@@ -132,7 +132,7 @@ pub fn evaluate(raw: &[u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> V
     }
 }
 
-fn not_handled(why: &str) -> String {
+pub(crate) fn not_handled(why: &str) -> String {
     format!("request not handled: {why}")
 }
 

@@ -90,7 +90,7 @@ impl Pipeline<'_> {
             Subject::PassThrough { why } => {
                 outcome
                     .warnings
-                    .extend(why.map(|why| format!("request not handled: {why}")));
+                    .extend(why.as_deref().map(crate::not_handled));
                 None
             }
         };

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::conditions::{Operator, evaluate};
 use super::matching::{RequestFacts, matches};
-use super::patch::{Skip, apply_json6902, parse_json6902, strategic_merge_with};
+use super::patch::{Skip, apply_json6902, parse_json6902, strategic_merge};
 use super::resources::{ResourceKind, kind_of};
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
 use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
@@ -48,17 +48,7 @@ impl Engine<'_> {
         object: &Value,
         cluster: &CachedCluster,
     ) -> Result<RuleResult, String> {
-        self.run_rule(self.runtime, rule, request, object, cluster)
-    }
-
-    fn run_rule(
-        &self,
-        rt: &Runtime,
-        rule: &RuleSpec,
-        request: &Rcvar,
-        object: &Value,
-        cluster: &CachedCluster,
-    ) -> Result<RuleResult, String> {
+        let rt = self.runtime;
         let facts = RequestFacts::from_var(request, object, self.resource_kinds);
         let Some(match_spec) = &rule.match_ else {
             return Ok(RuleResult::Skipped);
@@ -72,7 +62,7 @@ impl Engine<'_> {
             return Ok(RuleResult::Skipped);
         }
         let mut scope = Scope::new(request, object);
-        self.load_context(rt, &rule.context, &mut scope, cluster)?;
+        self.load_context(&rule.context, &mut scope, cluster)?;
         let data = scope.var();
         if let Some(conditions) = &rule.preconditions
             && !conditions_hold(rt, conditions, &data)?
@@ -97,20 +87,20 @@ impl Engine<'_> {
                 resource: &mut resource,
                 iterations: &mut iterations,
             };
-            self.run_foreach(rt, each, &mut looping, &scope, cluster, 0)?;
+            self.run_foreach(each, &mut looping, &scope, cluster, 0)?;
         }
         Ok(RuleResult::Applied(resource))
     }
 
     fn run_foreach(
         &self,
-        rt: &Runtime,
         each: &ForeachSpec,
         looping: &mut Loop,
         scope: &Scope,
         cluster: &CachedCluster,
         depth: usize,
     ) -> Result<(), String> {
+        let rt = self.runtime;
         let list = jmes::search_var(rt, &each.list, &scope.var())
             .map_err(|e| format!("foreach list {:?}: {e}", each.list))?;
         let elements: Vec<Rcvar> = match &*list {
@@ -148,7 +138,7 @@ impl Engine<'_> {
             scoped.set(&format!("elementIndex{depth}"), index_var);
             // The resource as patched so far.
             scoped.set_object(looping.resource);
-            self.load_context(rt, &each.context, &mut scoped, cluster)?;
+            self.load_context(&each.context, &mut scoped, cluster)?;
             let data = scoped.var();
             if let Some(conditions) = &each.preconditions
                 && !conditions_hold(rt, conditions, &data)?
@@ -162,7 +152,7 @@ impl Engine<'_> {
             };
             patches.apply(rt, looping.resource, &data)?;
             for nested in each.foreach.iter().flatten() {
-                self.run_foreach(rt, nested, looping, &scoped, cluster, depth + 1)?;
+                self.run_foreach(nested, looping, &scoped, cluster, depth + 1)?;
             }
         }
         Ok(())
@@ -170,11 +160,11 @@ impl Engine<'_> {
 
     fn load_context(
         &self,
-        rt: &Runtime,
         entries: &[ContextEntry],
         scope: &mut Scope,
         cluster: &CachedCluster,
     ) -> Result<(), String> {
+        let rt = self.runtime;
         for entry in entries {
             let data = scope.var();
             let value = if let Some(variable) = &entry.variable {
@@ -192,7 +182,7 @@ impl Engine<'_> {
                 };
                 with_default(result, variable.default.as_ref(), rt, &data, &entry.name)?
             } else if let Some(call) = &entry.api_call {
-                self.api_call(rt, call, &data, cluster, &entry.name)?
+                self.api_call(call, &data, cluster, &entry.name)?
             } else if let Some(config_map) = &entry.config_map {
                 let name = render(rt, &config_map.name, &data)?;
                 let namespace = match &config_map.namespace {
@@ -232,12 +222,12 @@ impl Engine<'_> {
 
     fn api_call(
         &self,
-        rt: &Runtime,
         call: &ApiCall,
         data: &Rcvar,
         cluster: &CachedCluster,
         name: &str,
     ) -> Result<Rcvar, String> {
+        let rt = self.runtime;
         let url = render(rt, call.url_path.as_deref().unwrap_or(""), data)?;
         let read = parse_url(&url, self.resource_kinds)
             .map_err(|e| format!("context {name:?}: urlPath {url:?}: {e}"))?;
@@ -286,7 +276,7 @@ impl Patches<'_> {
             let patch = substitute_patch(rt, patch, data)?;
             let late =
                 |text: &str, current: &Value| substitute_str_at(rt, text, data, At::Value(current));
-            match strategic_merge_with(resource, &patch, &late) {
+            match strategic_merge(resource, &patch, &late) {
                 Err(Skip::Global(_)) => return Ok(false),
                 Err(Skip::Failed(why)) => return Err(why),
                 Ok(_) | Err(Skip::Condition) => {}

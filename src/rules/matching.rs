@@ -233,19 +233,13 @@ pub fn requester_roles(facts: &RequestFacts, cluster: &CachedCluster) -> Result<
 /// An RBAC binding subject (`User`, `Group`, `ServiceAccount`) that is the requester.
 fn binding_subject_is(subject: &Value, facts: &RequestFacts) -> bool {
     let field = |name: &str| subject.get(name).and_then(Value::as_str).unwrap_or("");
-    match field("kind") {
-        "User" => field("name") == facts.username,
-        "Group" => facts.groups.iter().any(|g| g == field("name")),
-        "ServiceAccount" => {
-            facts.username
-                == format!(
-                    "system:serviceaccount:{}:{}",
-                    field("namespace"),
-                    field("name")
-                )
-        }
-        _ => false,
-    }
+    is_requester(
+        field("kind"),
+        field("name"),
+        field("namespace"),
+        facts,
+        |name, actual| name == actual,
+    )
 }
 
 fn resources_match(
@@ -359,13 +353,29 @@ pub fn kind_matches(pattern: &str, facts: &RequestFacts) -> bool {
 }
 
 fn subject_matches(subject: &Subject, facts: &RequestFacts) -> bool {
-    match subject.kind.as_str() {
-        "User" => wildcard(&subject.name, &facts.username),
-        "Group" => facts.groups.iter().any(|g| wildcard(&subject.name, g)),
-        "ServiceAccount" => {
-            let namespace = subject.namespace.as_deref().unwrap_or("");
-            facts.username == format!("system:serviceaccount:{namespace}:{}", subject.name)
-        }
+    is_requester(
+        &subject.kind,
+        &subject.name,
+        subject.namespace.as_deref().unwrap_or(""),
+        facts,
+        wildcard,
+    )
+}
+
+/// Whether a subject (`User`, `Group`, `ServiceAccount`) is the requester:
+/// users and groups compared by `same`, a ServiceAccount by its exact
+/// `system:serviceaccount:NAMESPACE:NAME` user name.
+fn is_requester(
+    kind: &str,
+    name: &str,
+    namespace: &str,
+    facts: &RequestFacts,
+    same: impl Fn(&str, &str) -> bool,
+) -> bool {
+    match kind {
+        "User" => same(name, &facts.username),
+        "Group" => facts.groups.iter().any(|g| same(name, g)),
+        "ServiceAccount" => facts.username == format!("system:serviceaccount:{namespace}:{name}"),
         _ => false,
     }
 }

@@ -20,10 +20,6 @@ pub enum Skip {
 /// value where it lands.
 pub type LateSubstitution<'f> = &'f dyn Fn(&str, &Value) -> Result<Value, String>;
 
-fn no_late_substitution(text: &str, _: &Value) -> Result<Value, String> {
-    Ok(Value::String(text.to_string()))
-}
-
 enum Anchor<'k> {
     Condition(&'k str),
     AddIfAbsent(&'k str),
@@ -65,15 +61,10 @@ fn merge_key(field: &str) -> Option<&'static str> {
     }
 }
 
-/// Applies a strategic merge patch (already substituted) to `resource`.
-/// `Ok(false)` when a top-level conditional anchor did not hold.
-pub fn strategic_merge(resource: &mut Value, patch: &Value) -> Result<bool, Skip> {
-    strategic_merge_with(resource, patch, &no_late_substitution)
-}
-
-/// [`strategic_merge`], with strings that mention `{{@}}` substituted by
-/// `late` against the value they replace.
-pub fn strategic_merge_with(
+/// Applies a strategic merge patch (already substituted) to `resource`;
+/// strings that mention `{{@}}` are substituted by `late` against the value
+/// they replace. `Ok(false)` when a top-level conditional anchor did not hold.
+pub fn strategic_merge(
     resource: &mut Value,
     patch: &Value,
     late: LateSubstitution,
@@ -314,7 +305,8 @@ mod tests {
     use serde_json::json;
 
     fn smp(mut resource: Value, patch: Value) -> (Result<bool, Skip>, Value) {
-        let result = strategic_merge(&mut resource, &patch);
+        let verbatim = |text: &str, _: &Value| Ok(Value::String(text.to_string()));
+        let result = strategic_merge(&mut resource, &patch, &verbatim);
         (result, resource)
     }
 
