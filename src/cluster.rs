@@ -1,14 +1,18 @@
 //! The host boundary for rules: reading any Kubernetes object or list through
 //! Kubewarden's capabilities, with the same lookup made once per evaluation.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
 };
 
 use jmespath::Rcvar;
+use serde::de::DeserializeSeed;
+
+use crate::rules::field_paths::{Pruned, Reach};
 
 use crate::node_lookup::host_error_cause;
 
@@ -102,7 +106,30 @@ impl Cluster for HostCluster {
 /// or entries ask for the same object, the host is asked once.
 pub struct CachedCluster<'c> {
     inner: &'c dyn Cluster,
-    answers: RefCell<BTreeMap<Read, Result<Rcvar, String>>>,
+    answers: RefCell<BTreeMap<Read, Rc<Result<Answer, String>>>>,
+}
+
+/// The host's bytes, and the whole of them as JMESPath data once something
+/// needed all of it.
+struct Answer {
+    bytes: Vec<u8>,
+    whole: OnceCell<Result<Rcvar, String>>,
+}
+
+impl Answer {
+    fn whole(&self) -> Result<Rcvar, String> {
+        self.whole
+            .get_or_init(|| {
+                serde_json::from_slice::<jmespath::Variable>(&self.bytes)
+                    .map(Rcvar::new)
+                    .map_err(not_json)
+            })
+            .clone()
+    }
+}
+
+fn not_json(e: serde_json::Error) -> String {
+    format!("the host's answer is not JSON: {e}")
 }
 
 impl<'c> CachedCluster<'c> {
@@ -113,19 +140,41 @@ impl<'c> CachedCluster<'c> {
         }
     }
 
-    /// The answer as JMESPath data, decoded straight from the host's bytes.
-    pub fn read_var(&self, read: &Read) -> Result<Rcvar, String> {
+    fn answer(&self, read: &Read) -> Rc<Result<Answer, String>> {
         if let Some(answer) = self.answers.borrow().get(read) {
             return answer.clone();
         }
-        let answer = self.inner.read(read).and_then(|bytes| {
-            serde_json::from_slice::<jmespath::Variable>(&bytes)
-                .map(Rcvar::new)
-                .map_err(|e| format!("the host's answer is not JSON: {e}"))
-        });
+        let answer = Rc::new(self.inner.read(read).map(|bytes| Answer {
+            bytes,
+            whole: OnceCell::new(),
+        }));
         self.answers
             .borrow_mut()
             .insert(read.clone(), answer.clone());
         answer
+    }
+
+    /// The answer as JMESPath data, decoded straight from the host's bytes.
+    pub fn read_var(&self, read: &Read) -> Result<Rcvar, String> {
+        match &*self.answer(read) {
+            Ok(answer) => answer.whole(),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// The answer decoded only as far as `reach`: a Node is mostly status
+    /// and labels no expression reads, and building them as JMESPath data
+    /// is most of what reading it costs.
+    pub fn read_reach(&self, read: &Read, reach: &Reach) -> Result<Rcvar, String> {
+        match &*self.answer(read) {
+            Ok(answer) => match answer.whole.get() {
+                Some(whole) => whole.clone(),
+                None => Pruned(reach)
+                    .deserialize(&mut serde_json::Deserializer::from_slice(&answer.bytes))
+                    .map(Rcvar::new)
+                    .map_err(not_json),
+            },
+            Err(e) => Err(e.clone()),
+        }
     }
 }

@@ -61,9 +61,9 @@ pub struct Outcome {
 }
 
 /// What the rules read, prepared once, when the first rule runs.
-struct RuleInputs {
+struct RuleInputs<'s> {
     request: Rcvar,
-    runtime: Rc<jmespath::Runtime>,
+    functions: rules::jmes::Functions<'s>,
 }
 
 pub struct Pipeline<'a> {
@@ -75,7 +75,7 @@ pub struct Pipeline<'a> {
     pub cluster: &'a dyn Cluster,
 }
 
-impl Pipeline<'_> {
+impl<'a> Pipeline<'a> {
     pub fn run(&self, subject: Subject) -> Outcome {
         let mut outcome = Outcome::default();
         let placement = match subject {
@@ -136,9 +136,9 @@ impl Pipeline<'_> {
     /// comes from the request when no earlier step produced it.
     fn rule_inputs<'i>(
         &self,
-        inputs: &'i mut Option<RuleInputs>,
+        inputs: &'i mut Option<RuleInputs<'a>>,
         outcome: &mut Outcome,
-    ) -> Option<&'i RuleInputs> {
+    ) -> Option<&'i RuleInputs<'a>> {
         if inputs.is_none() {
             let (request, received) =
                 rules::request_data(self.request, self.raw_settings, outcome.object.is_none())?;
@@ -148,7 +148,7 @@ impl Pipeline<'_> {
             outcome.object.as_ref()?;
             *inputs = Some(RuleInputs {
                 request: Rc::new(request),
-                runtime: rules::jmes::shared_runtime(self.raw_settings),
+                functions: rules::jmes::Functions::for_settings(self.raw_settings),
             });
         }
         inputs.as_ref()
@@ -197,7 +197,7 @@ impl Pipeline<'_> {
         };
         let engine = Engine {
             resource_kinds: &self.plan.resource_kinds,
-            runtime: &inputs.runtime,
+            runtime: &inputs.functions,
         };
         match engine.apply(rule, &inputs.request, object, cluster) {
             Ok(RuleResult::Skipped) => Ok((false, Vec::new())),

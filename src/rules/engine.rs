@@ -5,10 +5,12 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use jmespath::{Rcvar, Runtime, Variable};
+use jmespath::{Rcvar, Variable};
 use serde_json::{Value, json};
 
 use super::conditions::{Operator, evaluate};
+use super::field_paths;
+use super::jmes::Functions;
 use super::matching::{RequestFacts, matches};
 use super::patch::{Skip, apply_json6902, parse_json6902, strategic_merge};
 use super::resources::{ResourceKind, kind_of};
@@ -28,7 +30,7 @@ pub const MAX_FOREACH_ITERATIONS: usize = 10_000;
 pub struct Engine<'r> {
     pub resource_kinds: &'r [ResourceKind],
     /// The function table for the rules' settings (see `jmes::shared_runtime`).
-    pub runtime: &'r Runtime,
+    pub runtime: &'r Functions<'r>,
 }
 
 /// What one rule did to the object.
@@ -164,60 +166,68 @@ impl Engine<'_> {
         scope: &mut Scope,
         cluster: &CachedCluster,
     ) -> Result<(), String> {
-        let rt = self.runtime;
         for entry in entries {
-            let data = scope.var();
-            let value = if let Some(variable) = &entry.variable {
-                let base = match &variable.value {
-                    Some(value) => Some(jmes::to_var(&substitute(rt, value, &data)?)),
-                    None => None,
-                };
-                let result = match (&variable.jmes_path, base) {
-                    (Some(path), Some(base)) => {
-                        jmes::search_var(rt, &render(rt, path, &data)?, &base)
-                    }
-                    (Some(path), None) => jmes::search_var(rt, &render(rt, path, &data)?, &data),
-                    (None, Some(base)) => Ok(base),
-                    (None, None) => Ok(Rc::new(Variable::Null)),
-                };
-                with_default(result, variable.default.as_ref(), rt, &data, &entry.name)?
-            } else if let Some(call) = &entry.api_call {
-                self.api_call(call, &data, cluster, &entry.name)?
-            } else if let Some(config_map) = &entry.config_map {
-                let name = render(rt, &config_map.name, &data)?;
-                let namespace = match &config_map.namespace {
-                    Some(ns) => render(rt, ns, &data)?,
-                    None => "default".to_string(),
-                };
-                let object = cluster
-                    .read_var(&Read::Get {
-                        api_version: "v1".into(),
-                        kind: "ConfigMap".into(),
-                        namespace: Some(namespace.clone()),
-                        name: name.clone(),
-                    })
-                    .map_err(|e| {
-                        format!(
-                            "context {:?}: ConfigMap {namespace}/{name}: {e}",
-                            entry.name
-                        )
-                    })?;
-                let field = |key: &str| {
-                    object
-                        .as_object()
-                        .and_then(|o| o.get(key).cloned())
-                        .unwrap_or_else(|| Rc::new(Variable::Object(BTreeMap::new())))
-                };
-                let mut exposed = BTreeMap::new();
-                exposed.insert("data".to_string(), field("data"));
-                exposed.insert("metadata".to_string(), field("metadata"));
-                Rc::new(Variable::Object(exposed))
-            } else {
-                Rc::new(Variable::Null)
-            };
+            let value = self.context_value(entry, &scope.var(), cluster)?;
             scope.set(&entry.name, value);
         }
         Ok(())
+    }
+
+    /// One context entry's value over the variables so far.
+    fn context_value(
+        &self,
+        entry: &ContextEntry,
+        data: &Rcvar,
+        cluster: &CachedCluster,
+    ) -> Result<Rcvar, String> {
+        let rt = self.runtime;
+        let value = if let Some(variable) = &entry.variable {
+            let base = match &variable.value {
+                Some(value) => Some(jmes::to_var(&substitute(rt, value, data)?)),
+                None => None,
+            };
+            let result = match (&variable.jmes_path, base) {
+                (Some(path), Some(base)) => jmes::search_var(rt, &render(rt, path, data)?, &base),
+                (Some(path), None) => jmes::search_var(rt, &render(rt, path, data)?, data),
+                (None, Some(base)) => Ok(base),
+                (None, None) => Ok(Rc::new(Variable::Null)),
+            };
+            with_default(result, variable.default.as_ref(), rt, data, &entry.name)?
+        } else if let Some(call) = &entry.api_call {
+            self.api_call(call, data, cluster, &entry.name)?
+        } else if let Some(config_map) = &entry.config_map {
+            let name = render(rt, &config_map.name, data)?;
+            let namespace = match &config_map.namespace {
+                Some(ns) => render(rt, ns, data)?,
+                None => "default".to_string(),
+            };
+            let object = cluster
+                .read_var(&Read::Get {
+                    api_version: "v1".into(),
+                    kind: "ConfigMap".into(),
+                    namespace: Some(namespace.clone()),
+                    name: name.clone(),
+                })
+                .map_err(|e| {
+                    format!(
+                        "context {:?}: ConfigMap {namespace}/{name}: {e}",
+                        entry.name
+                    )
+                })?;
+            let field = |key: &str| {
+                object
+                    .as_object()
+                    .and_then(|o| o.get(key).cloned())
+                    .unwrap_or_else(|| Rc::new(Variable::Object(BTreeMap::new())))
+            };
+            let mut exposed = BTreeMap::new();
+            exposed.insert("data".to_string(), field("data"));
+            exposed.insert("metadata".to_string(), field("metadata"));
+            Rc::new(Variable::Object(exposed))
+        } else {
+            Rc::new(Variable::Null)
+        };
+        Ok(value)
     }
 
     fn api_call(
@@ -231,7 +241,20 @@ impl Engine<'_> {
         let url = render(rt, call.url_path.as_deref().unwrap_or(""), data)?;
         let read = parse_url(&url, self.resource_kinds)
             .map_err(|e| format!("context {name:?}: urlPath {url:?}: {e}"))?;
-        let answer = cluster.read_var(&read).map(|answer| match read {
+        let path = match &call.jmes_path {
+            Some(path) => Some(render(rt, path, data)?),
+            None => None,
+        };
+        // A field path over one object reads only the fields it names.
+        let reach = match (&read, &path) {
+            (Read::Get { .. }, Some(path)) => field_paths::reach(path),
+            _ => None,
+        };
+        let answer = match &reach {
+            Some(reach) => cluster.read_reach(&read, reach),
+            None => cluster.read_var(&read),
+        };
+        let answer = answer.map(|answer| match read {
             // List answers are shaped like the API server's: `{"items": [...]}`.
             Read::List { .. } => {
                 let items = answer
@@ -244,8 +267,8 @@ impl Engine<'_> {
             }
             Read::Get { .. } => answer,
         });
-        let result = match (answer, &call.jmes_path) {
-            (Ok(answer), Some(path)) => jmes::search_var(rt, &render(rt, path, data)?, &answer),
+        let result = match (answer, &path) {
+            (Ok(answer), Some(path)) => jmes::search_var(rt, path, &answer),
             (Ok(answer), None) => Ok(answer),
             (Err(e), _) => Err(e),
         };
@@ -271,7 +294,7 @@ struct Patches<'p> {
 impl Patches<'_> {
     /// Substitutes and applies; `Ok(false)` when a global anchor did not hold,
     /// so nothing else applies.
-    fn apply(&self, rt: &Runtime, resource: &mut Value, data: &Rcvar) -> Result<bool, String> {
+    fn apply(&self, rt: &Functions, resource: &mut Value, data: &Rcvar) -> Result<bool, String> {
         if let Some(patch) = self.strategic_merge {
             let patch = substitute_patch(rt, patch, data)?;
             let late =
@@ -293,11 +316,13 @@ impl Patches<'_> {
 }
 
 /// The variables a rule's expressions see: `request`, `serviceAccountName`,
-/// `serviceAccountNamespace`, then each context entry. Kept as JMESPath
-/// values so the request is converted once per rule, not once per variable.
+/// `serviceAccountNamespace`, then each context entry. Kept as one JMESPath
+/// object so the request is converted once per rule, not once per variable,
+/// and handed to expressions without copying (a variable set while nobody
+/// holds the object changes it in place).
 #[derive(Clone)]
 struct Scope {
-    vars: BTreeMap<String, Rcvar>,
+    vars: Rcvar,
 }
 
 impl Scope {
@@ -317,35 +342,46 @@ impl Scope {
             "serviceAccountNamespace".to_string(),
             Rc::new(Variable::String(sa_namespace.to_string())),
         );
-        let mut scope = Scope { vars };
+        let mut scope = Scope {
+            vars: Rc::new(Variable::Object(vars)),
+        };
         scope.set_object(object);
         scope
     }
 
+    fn vars(&mut self) -> Option<&mut BTreeMap<String, Rcvar>> {
+        match Rc::make_mut(&mut self.vars) {
+            Variable::Object(vars) => Some(vars),
+            _ => None,
+        }
+    }
+
     fn set(&mut self, name: &str, value: Rcvar) {
-        self.vars.insert(name.to_string(), value);
+        if let Some(vars) = self.vars() {
+            vars.insert(name.to_string(), value);
+        }
     }
 
     /// Replaces `request.object`.
     fn set_object(&mut self, object: &Value) {
-        let Some(Variable::Object(request)) = self.vars.get("request").map(|r| &**r) else {
+        let Some(vars) = self.vars() else { return };
+        let Some(request) = vars.get_mut("request") else {
             return;
         };
-        let mut request = request.clone();
-        request.insert("object".to_string(), jmes::to_var(object));
-        self.vars
-            .insert("request".to_string(), Rc::new(Variable::Object(request)));
+        if let Variable::Object(request) = Rc::make_mut(request) {
+            request.insert("object".to_string(), jmes::to_var(object));
+        }
     }
 
     fn var(&self) -> Rcvar {
-        Rc::new(Variable::Object(self.vars.clone()))
+        self.vars.clone()
     }
 }
 
 fn with_default(
     result: Result<Rcvar, String>,
     default: Option<&Value>,
-    rt: &Runtime,
+    rt: &Functions,
     data: &Rcvar,
     name: &str,
 ) -> Result<Rcvar, String> {
@@ -369,14 +405,14 @@ pub fn field_str<'v>(var: &'v Variable, path: &[&str]) -> Option<&'v str> {
 }
 
 /// Substitutes a string that must stay a string (URLs, JMESPath, patches).
-fn render(rt: &Runtime, text: &str, data: &Rcvar) -> Result<String, String> {
+fn render(rt: &Functions, text: &str, data: &Rcvar) -> Result<String, String> {
     Ok(match substitute_str(rt, text, data)? {
         Value::String(s) => s,
         other => other.to_string(),
     })
 }
 
-fn conditions_hold(rt: &Runtime, conditions: &Conditions, data: &Rcvar) -> Result<bool, String> {
+fn conditions_hold(rt: &Functions, conditions: &Conditions, data: &Rcvar) -> Result<bool, String> {
     let check = |list: &[Condition]| -> Result<Vec<bool>, String> {
         list.iter()
             .map(|c| {

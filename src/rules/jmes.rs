@@ -7,6 +7,7 @@ use jmespath::functions::{ArgumentType as T, CustomFunction, Signature};
 use jmespath::{Context, ErrorReason, JmespathError, Rcvar, Runtime, Variable};
 use serde_json::Value;
 
+use super::field_paths;
 use crate::glob::wildcard;
 
 /// Longest expression accepted: the parser and interpreter recurse, and a
@@ -106,6 +107,38 @@ fn called_names(text: &str) -> Vec<&str> {
         }
     }
     names
+}
+
+/// The function table for one set of rule settings, built the first time an
+/// expression needs more than [`field_paths`] reads: the Kyverno sample and
+/// most rules like it never pay for it.
+pub struct Functions<'s> {
+    settings: &'s str,
+    built: std::cell::OnceCell<Rc<Runtime>>,
+}
+
+impl<'s> Functions<'s> {
+    /// The functions `settings` (the rules' settings text) may call.
+    pub fn for_settings(settings: &'s str) -> Functions<'s> {
+        Functions {
+            settings,
+            built: std::cell::OnceCell::new(),
+        }
+    }
+
+    pub fn runtime(&self) -> &Runtime {
+        self.built.get_or_init(|| shared_runtime(self.settings))
+    }
+}
+
+impl Functions<'static> {
+    /// Every function, ready: for tests.
+    pub fn all() -> Functions<'static> {
+        Functions {
+            settings: "",
+            built: std::cell::OnceCell::from(Rc::new(runtime())),
+        }
+    }
 }
 
 /// Every function: for load-time checks and tests.
@@ -527,10 +560,13 @@ fn unknown_functions(rt: &Runtime, ast: &jmespath::ast::Ast, out: &mut Vec<Strin
 
 /// Evaluates `expression` over data already converted with [`to_var`]: the
 /// rule's context is converted once, not once per variable.
-pub fn search_var(rt: &Runtime, expression: &str, data: &Rcvar) -> Result<Rcvar, String> {
+pub fn search_var(rt: &Functions, expression: &str, data: &Rcvar) -> Result<Rcvar, String> {
     check_bounds(expression)?;
+    if let Some(found) = field_paths::search(expression, data) {
+        return Ok(found);
+    }
     let ast = jmespath::parse(expression).map_err(|e| e.to_string())?;
-    let mut ctx = Context::new(expression, rt);
+    let mut ctx = Context::new(expression, rt.runtime());
     jmespath::interpret(data, &ast, &mut ctx).map_err(|e| e.to_string())
 }
 
@@ -567,12 +603,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn search(rt: &Runtime, expression: &str, data: &Value) -> Result<Value, String> {
+    fn search(rt: &Functions, expression: &str, data: &Value) -> Result<Value, String> {
         search_var(rt, expression, &to_var(data)).map(|v| to_value(&v))
     }
 
     fn eval(expression: &str, data: Value) -> Value {
-        search(&runtime(), expression, &data).unwrap()
+        search(&Functions::all(), expression, &data).unwrap()
     }
 
     #[test]
@@ -649,7 +685,7 @@ mod tests {
         assert_eq!(eval("sum(`[1,2,3]`)", json!({})), json!(6));
         assert_eq!(eval("round(`2.71828`, `2`)", json!({})), json!(2.72));
         assert!(
-            search(&runtime(), "divide(`1`, `0`)", &json!({}))
+            search(&Functions::all(), "divide(`1`, `0`)", &json!({}))
                 .unwrap_err()
                 .contains("division by zero")
         );

@@ -382,17 +382,17 @@ fn range_holds(range: &str, version: &semver::Version) -> Result<bool, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::jmes::{runtime, search_var};
+    use super::super::jmes::{Functions, search_var};
     use super::*;
 
     fn eval(expression: &str) -> Value {
-        let rt = runtime();
+        let rt = Functions::all();
         let var = search_var(&rt, expression, &Rc::new(Variable::Null)).unwrap();
         serde_json::to_value(&*var).unwrap()
     }
 
     fn fails(expression: &str) -> String {
-        let rt = runtime();
+        let rt = Functions::all();
         search_var(&rt, expression, &Rc::new(Variable::Null)).unwrap_err()
     }
 
@@ -509,7 +509,7 @@ mod tests {
             "add('8Ei', '8Ei')",
             "multiply('-1', `1e200`)",
         ] {
-            let rt = runtime();
+            let rt = Functions::all();
             let _ = search_var(&rt, expression, &Rc::new(Variable::Null));
         }
     }

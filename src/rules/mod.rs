@@ -3,6 +3,7 @@
 
 pub mod conditions;
 pub mod engine;
+pub mod field_paths;
 pub mod jmes;
 pub mod kyverno_functions;
 pub mod matching;

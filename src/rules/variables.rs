@@ -3,10 +3,10 @@
 //! exactly one variable keeps its type, embedded ones are stringified, and a
 //! variable that resolves to nothing is an error naming it.
 
-use jmespath::{Rcvar, Runtime, Variable};
+use jmespath::{Rcvar, Variable};
 use serde_json::Value;
 
-use super::jmes;
+use super::jmes::{self, Functions};
 
 /// At most this many substitutions in one string: nested braces cannot make
 /// one value loop for ever.
@@ -30,16 +30,16 @@ pub enum At<'v> {
 
 /// Substitutes every variable in `value` (strings at any depth, and object
 /// keys).
-pub fn substitute(rt: &Runtime, value: &Value, data: &Rcvar) -> Result<Value, String> {
+pub fn substitute(rt: &Functions, value: &Value, data: &Rcvar) -> Result<Value, String> {
     substitute_with(rt, value, data, At::Unavailable)
 }
 
 /// [`substitute`] for a strategic merge patch: `{{@}}` is resolved later.
-pub fn substitute_patch(rt: &Runtime, value: &Value, data: &Rcvar) -> Result<Value, String> {
+pub fn substitute_patch(rt: &Functions, value: &Value, data: &Rcvar) -> Result<Value, String> {
     substitute_with(rt, value, data, At::Defer)
 }
 
-fn substitute_with(rt: &Runtime, value: &Value, data: &Rcvar, at: At) -> Result<Value, String> {
+fn substitute_with(rt: &Functions, value: &Value, data: &Rcvar, at: At) -> Result<Value, String> {
     Ok(match value {
         Value::String(text) => substitute_str_at(rt, text, data, at)?,
         Value::Array(items) => Value::Array(
@@ -64,7 +64,7 @@ fn substitute_with(rt: &Runtime, value: &Value, data: &Rcvar, at: At) -> Result<
 }
 
 /// Substitutes the variables of one string.
-pub fn substitute_str(rt: &Runtime, text: &str, data: &Rcvar) -> Result<Value, String> {
+pub fn substitute_str(rt: &Functions, text: &str, data: &Rcvar) -> Result<Value, String> {
     substitute_str_at(rt, text, data, At::Unavailable)
 }
 
@@ -86,7 +86,12 @@ pub fn mentions_at(text: &str) -> bool {
 }
 
 /// Substitutes the variables of one string, `{{@}}` as `at` says.
-pub fn substitute_str_at(rt: &Runtime, text: &str, data: &Rcvar, at: At) -> Result<Value, String> {
+pub fn substitute_str_at(
+    rt: &Functions,
+    text: &str,
+    data: &Rcvar,
+    at: At,
+) -> Result<Value, String> {
     if matches!(at, At::Defer) && mentions_at(text) {
         return Ok(Value::String(text.to_string()));
     }
@@ -150,7 +155,7 @@ fn innermost(text: &str) -> Option<(usize, usize)> {
     }
 }
 
-fn resolve(rt: &Runtime, expression: &str, data: &Rcvar) -> Result<Value, String> {
+fn resolve(rt: &Functions, expression: &str, data: &Rcvar) -> Result<Value, String> {
     if expression.is_empty() {
         return Err("empty variable {{}}".to_string());
     }
@@ -194,7 +199,7 @@ mod tests {
     use serde_json::json;
 
     fn sub(text: &str, data: Value) -> Result<Value, String> {
-        substitute_str(&jmes::runtime(), text, &jmes::to_var(&data))
+        substitute_str(&jmes::Functions::all(), text, &jmes::to_var(&data))
     }
 
     #[test]
@@ -251,7 +256,7 @@ mod tests {
 
     #[test]
     fn keys_and_nested_values_are_substituted() {
-        let rt = jmes::runtime();
+        let rt = jmes::Functions::all();
         let value = json!({"metadata": {"annotations": {"{{k}}": "{{v}}"}}, "list": ["{{v}}"]});
         let out = substitute(&rt, &value, &jmes::to_var(&json!({"k": "zone", "v": "a"}))).unwrap();
         assert_eq!(

@@ -265,10 +265,17 @@ fn main() -> Result<()> {
             &policy
         };
         let run = Prepared::new(module, s)?;
+        let iterations = std::env::var("BENCH_PROFILE_ITERATIONS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(iterations);
         if std::env::var_os("BENCH_PROFILE_FRESH").is_some() {
+            let mut samples = Vec::with_capacity(iterations);
             for _ in 0..iterations {
-                std::hint::black_box(run.fresh_once()?);
+                samples.push(run.fresh_once()?);
             }
+            let t = timing(samples);
+            eprintln!("fresh median {} µs, p99 {} µs", us(t.median), us(t.p99));
             return Ok(());
         }
         let host = module.instantiate(run.cluster.clone())?;
