@@ -81,7 +81,7 @@ impl<'a> AdmissionRequest<'a> {
     }
 
     /// A field decoded as `T`; absent, null or malformed reads as the default.
-    fn field<T: Default + Deserialize<'a>>(&self, name: &str) -> T {
+    pub fn field<T: Default + Deserialize<'a>>(&self, name: &str) -> T {
         self.raw(name)
             .and_then(|raw| serde_json::from_str::<Option<T>>(raw.get()).ok())
             .flatten()
@@ -102,7 +102,18 @@ pub struct GroupVersionResource {
     #[serde(default)]
     pub group: String,
     #[serde(default)]
+    pub version: String,
+    #[serde(default)]
     pub resource: String,
+}
+
+/// Who sent the request.
+#[derive(Default, Deserialize)]
+pub struct UserInfo {
+    #[serde(default)]
+    pub username: String,
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 /// The object to mutate, and the Node whose metadata it gets.

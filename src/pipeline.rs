@@ -15,6 +15,7 @@ use crate::mutation::{self, ObjectKind};
 use crate::node_lookup::{self, NodeFields, NodeLookup};
 use crate::rules;
 use crate::rules::engine::{Engine, RuleResult};
+use crate::rules::matching::RequestFacts;
 use crate::rules::spec::RuleSpec;
 use crate::settings::{self, FailurePolicy, PolicyPlan};
 
@@ -63,6 +64,7 @@ pub struct Outcome {
 /// What the rules read, prepared once, when the first rule runs.
 struct RuleInputs<'s> {
     request: Rcvar,
+    facts: RequestFacts,
     functions: rules::jmes::Functions<'s>,
 }
 
@@ -149,6 +151,7 @@ impl<'a> Pipeline<'a> {
             *inputs = Some(RuleInputs {
                 request: Rc::new(request),
                 functions: rules::jmes::Functions::for_settings(self.raw_settings),
+                facts: RequestFacts::from_request(self.request, &self.plan.resource_kinds),
             });
         }
         inputs.as_ref()
@@ -198,6 +201,7 @@ impl<'a> Pipeline<'a> {
         let engine = Engine {
             resource_kinds: &self.plan.resource_kinds,
             runtime: &inputs.functions,
+            facts: &inputs.facts,
         };
         match engine.apply(rule, &inputs.request, object, cluster) {
             Ok(RuleResult::Skipped) => Ok((false, Vec::new())),

@@ -29,8 +29,10 @@ pub const MAX_FOREACH_ITERATIONS: usize = 10_000;
 /// What a rule needs to run: Kyverno's rules, their resources and functions.
 pub struct Engine<'r> {
     pub resource_kinds: &'r [ResourceKind],
-    /// The function table for the rules' settings (see `jmes::shared_runtime`).
+    /// The function table for the rules' settings (see `jmes::Functions`).
     pub runtime: &'r Functions<'r>,
+    /// What matching reads of the request, decoded once for all rules.
+    pub facts: &'r RequestFacts,
 }
 
 /// What one rule did to the object.
@@ -51,19 +53,19 @@ impl Engine<'_> {
         cluster: &CachedCluster,
     ) -> Result<RuleResult, String> {
         let rt = self.runtime;
-        let facts = RequestFacts::from_var(request, object, self.resource_kinds);
+        let facts = self.facts;
         let Some(match_spec) = &rule.match_ else {
             return Ok(RuleResult::Skipped);
         };
-        if !matches(match_spec, &facts, object, cluster)? {
+        if !matches(match_spec, facts, object, cluster)? {
             return Ok(RuleResult::Skipped);
         }
         if let Some(exclude) = &rule.exclude
-            && matches(exclude, &facts, object, cluster)?
+            && matches(exclude, facts, object, cluster)?
         {
             return Ok(RuleResult::Skipped);
         }
-        let mut scope = Scope::new(request, object);
+        let mut scope = Scope::new(request, &facts.username, object);
         self.load_context(&rule.context, &mut scope, cluster)?;
         let data = scope.var();
         if let Some(conditions) = &rule.preconditions
@@ -326,8 +328,7 @@ struct Scope {
 }
 
 impl Scope {
-    fn new(request: &Rcvar, object: &Value) -> Scope {
-        let username = field_str(request, &["userInfo", "username"]).unwrap_or("");
+    fn new(request: &Rcvar, username: &str, object: &Value) -> Scope {
         let (sa_namespace, sa_name) = username
             .strip_prefix("system:serviceaccount:")
             .and_then(|rest| rest.split_once(':'))
@@ -393,15 +394,6 @@ fn with_default(
         (Ok(value), _) => Ok(value),
         (Err(e), None) => Err(format!("context {name:?}: {e}")),
     }
-}
-
-/// A string field of JMESPath data, by path.
-pub fn field_str<'v>(var: &'v Variable, path: &[&str]) -> Option<&'v str> {
-    let mut current = var;
-    for key in path {
-        current = current.as_object()?.get(*key)?;
-    }
-    current.as_string().map(String::as_str)
 }
 
 /// Substitutes a string that must stay a string (URLs, JMESPath, patches).

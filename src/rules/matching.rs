@@ -4,9 +4,7 @@ use serde_json::Value;
 
 use super::resources::{ResourceKind, kind_of};
 use super::spec::{Filter, LabelSelector, MatchSpec, ResourceDescription, Subject};
-use jmespath::Variable;
-
-use super::engine::field_str;
+use crate::admission::{AdmissionRequest, GroupVersionKind, GroupVersionResource, UserInfo};
 use crate::cluster::{CachedCluster, Read};
 use crate::glob::wildcard;
 
@@ -27,41 +25,38 @@ pub struct RequestFacts {
 }
 
 impl RequestFacts {
-    /// From the admission request (as JMESPath data) and its current object.
-    pub fn from_var(request: &Variable, object: &Value, extra: &[ResourceKind]) -> RequestFacts {
-        let text = |path: &[&str]| field_str(request, path).unwrap_or("").to_string();
-        let group = text(&["resource", "group"]);
-        let sub_resource = text(&["subResource"]);
+    /// From the admission request, decoded once per evaluation for all rules.
+    pub fn from_request(request: &AdmissionRequest, extra: &[ResourceKind]) -> RequestFacts {
+        let resource: GroupVersionResource = request.field("resource");
+        let sub_resource: String = request.field("subResource");
         let kind = if sub_resource.is_empty() {
-            text(&["kind", "kind"])
+            request.field::<GroupVersionKind>("kind").kind
         } else {
-            kind_of(&group, &text(&["resource", "resource"]), extra)
+            kind_of(&resource.group, &resource.resource, extra)
                 .map(|(k, _)| k)
                 .unwrap_or_default()
         };
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .map_or_else(|| text(&["name"]), str::to_string);
-        let groups = request
-            .as_object()
-            .and_then(|r| r.get("userInfo"))
-            .and_then(|u| u.as_object())
-            .and_then(|u| u.get("groups"))
-            .and_then(|g| g.as_array())
-            .map(|g| g.iter().filter_map(|v| v.as_string().cloned()).collect())
-            .unwrap_or_default();
+        let user: UserInfo = request.field("userInfo");
         RequestFacts {
-            operation: text(&["operation"]),
-            group,
-            version: text(&["resource", "version"]),
+            operation: request.field("operation"),
+            group: resource.group,
+            version: resource.version,
             kind,
             sub_resource,
-            name,
-            namespace: text(&["namespace"]),
-            username: text(&["userInfo", "username"]),
-            groups,
+            name: request.field("name"),
+            namespace: request.field("namespace"),
+            username: user.username,
+            groups: user.groups,
         }
+    }
+
+    /// The name `names` match: the object's as the rules before left it,
+    /// else the request's.
+    fn name_in<'a>(&'a self, object: &'a Value) -> &'a str {
+        object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or(&self.name)
     }
 }
 
@@ -252,7 +247,7 @@ fn resources_match(
         return Ok(false);
     }
     let names: Vec<&String> = r.names.iter().chain(r.name.iter()).collect();
-    if !names.is_empty() && !names.iter().any(|n| wildcard(n, &facts.name)) {
+    if !names.is_empty() && !names.iter().any(|n| wildcard(n, facts.name_in(object))) {
         return Ok(false);
     }
     if !r.namespaces.is_empty() && !r.namespaces.iter().any(|n| wildcard(n, &facts.namespace)) {
@@ -416,8 +411,9 @@ mod tests {
     use serde_json::json;
 
     fn facts(request: Value) -> RequestFacts {
-        let object = request.get("object").cloned().unwrap_or_default();
-        RequestFacts::from_var(&crate::rules::jmes::to_var(&request), &object, &[])
+        let text = request.to_string();
+        let request: AdmissionRequest = serde_json::from_str(&text).unwrap();
+        RequestFacts::from_request(&request, &[])
     }
 
     fn binding() -> RequestFacts {

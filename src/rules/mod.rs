@@ -23,22 +23,12 @@ use crate::admission::AdmissionRequest;
 use resources::ResourceKind;
 use spec::{ContextEntry, ForeachSpec, MatchSpec, RuleSpec};
 
-/// Request fields matching reads, always decoded.
-const MATCHED_FIELDS: [&str; 7] = [
-    "operation",
-    "kind",
-    "resource",
-    "subResource",
-    "name",
-    "namespace",
-    "userInfo",
-];
-
 /// The admission request as JMESPath data for the rules, and its object as
-/// JSON (when it has one). Only the request fields the rules can reach are
-/// decoded: matching's own, and any `request.FIELD` the settings name (all of
-/// them when the settings use `request` otherwise). `request.object` is
-/// supplied per rule from the object as mutated so far.
+/// JSON (when it has one). Only the request fields expressions can reach are
+/// decoded: any `request.FIELD` the settings name (all of them when the
+/// settings use `request` otherwise); matching reads its own
+/// (`matching::RequestFacts`). `request.object` is supplied per rule from the
+/// object as mutated so far.
 pub fn request_data(
     request: &AdmissionRequest,
     settings: &str,
@@ -70,7 +60,7 @@ pub fn request_data(
     let mut fields = BTreeMap::new();
     for (name, value) in &request.fields {
         let name: &str = name;
-        let wanted = whole || named.contains(&name) || MATCHED_FIELDS.contains(&name);
+        let wanted = whole || named.contains(&name);
         if name != "object" && wanted {
             let var = serde_json::from_str::<jmespath::Variable>(value.get()).ok()?;
             fields.insert(name.to_string(), std::rc::Rc::new(var));
