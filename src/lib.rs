@@ -25,6 +25,7 @@
 )]
 
 pub mod admission;
+pub mod allocator;
 pub mod cluster;
 pub mod glob;
 pub mod k8s_names;
@@ -38,6 +39,11 @@ pub mod settings;
 pub mod fuzzing;
 
 use kubewarden_policy_sdk::response::ValidationResponse;
+
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+#[global_allocator]
+static HEAP: allocator::SizeClasses<allocator::LinearMemory> =
+    allocator::SizeClasses::new(allocator::LinearMemory);
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use serde_json::value::RawValue;
 use wapc_guest::prelude::*;

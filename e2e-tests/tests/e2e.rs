@@ -122,6 +122,93 @@ fn run_case(module: &PolicyModule, case: &Case) -> Result<(), Failed> {
     }
 }
 
+/// Host answers scripted per input, as the fuzz target does.
+struct Scripted(std::sync::Mutex<Result<Vec<u8>, String>>);
+
+impl policy_host::Capabilities for Scripted {
+    fn answer(&self, _: &str, _: &str, _: &str, _: &[u8]) -> Result<Vec<u8>, String> {
+        self.0
+            .lock()
+            .map_err(|e| e.to_string())
+            .and_then(|answer| answer.clone())
+    }
+}
+
+/// The fuzz corpus's inputs (`request \0 settings \0 host answer`, see
+/// `src/fuzzing.rs`) whose request and settings are JSON.
+fn corpus() -> Vec<(String, Value, Value, Result<Vec<u8>, String>)> {
+    let dir = repo_root().join("fuzz/corpus/evaluate");
+    let mut inputs = Vec::new();
+    for entry in std::fs::read_dir(&dir)
+        .expect("fuzz/corpus/evaluate is readable")
+        .flatten()
+    {
+        let Ok(data) = std::fs::read(entry.path()) else {
+            continue;
+        };
+        let mut parts = data.splitn(3, |b| *b == 0);
+        let request = parts.next().unwrap_or_default();
+        let settings = parts.next().unwrap_or_default();
+        let answer = parts.next().unwrap_or_default();
+        let settings = if settings.is_empty() { b"{}" } else { settings };
+        let (Ok(request), Ok(settings)) = (
+            serde_json::from_slice::<Value>(request),
+            serde_json::from_slice::<Value>(settings),
+        ) else {
+            continue;
+        };
+        let answer = match answer.strip_prefix(b"!") {
+            Some(error) => Err(String::from_utf8_lossy(error).into_owned()),
+            None => Ok(answer.to_vec()),
+        };
+        inputs.push((
+            entry.file_name().to_string_lossy().into_owned(),
+            request,
+            settings,
+            answer,
+        ));
+    }
+    inputs.sort_by(|a, b| a.0.cmp(&b.0));
+    inputs
+}
+
+/// Every corpus input whose settings load goes through the wasm build
+/// without a trap: in a fresh instance each, or all through one instance
+/// (what the heap must survive when an instance is reused).
+fn replay_corpus(module: &PolicyModule, warm: bool) -> Result<(), Failed> {
+    let inputs = corpus();
+    if inputs.len() < 100 {
+        return Err(format!("only {} corpus inputs found", inputs.len()).into());
+    }
+    let host = Arc::new(Scripted(std::sync::Mutex::new(Ok(Vec::new()))));
+    let instance = module
+        .instantiate(host.clone())
+        .map_err(|e| e.to_string())?;
+    let mut evaluated = 0;
+    for (name, request, settings, answer) in &inputs {
+        let verdict = module
+            .validate_settings(settings)
+            .map_err(|e| format!("{name}: validate_settings trapped: {e:#}"))?;
+        if !verdict.valid {
+            continue;
+        }
+        if let Ok(mut current) = host.0.lock() {
+            *current = answer.clone();
+        }
+        let outcome = if warm {
+            PolicyModule::evaluate_on(&instance, request, settings)
+        } else {
+            module.evaluate(request, settings, host.clone())
+        };
+        outcome.map_err(|e| format!("{name}: validate failed: {e:#}"))?;
+        evaluated += 1;
+    }
+    if evaluated < 100 {
+        return Err(format!("only {evaluated} corpus inputs had valid settings").into());
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let manifest = repo_root().join("e2e-tests/cases.json");
@@ -144,6 +231,15 @@ fn main() {
             let _ = &case.about;
             Trial::test(name, move || run_case(&module, &case))
         })
+        .chain([false, true].map(|warm| {
+            let module = module.clone();
+            let name = if warm {
+                "fuzz_corpus_one_warm_instance"
+            } else {
+                "fuzz_corpus_fresh_instances"
+            };
+            Trial::test(name, move || replay_corpus(&module, warm))
+        }))
         .collect();
     libtest_mimic::run(&args, trials).exit();
 }
