@@ -134,9 +134,16 @@ impl policy_host::Capabilities for Scripted {
     }
 }
 
-/// The fuzz corpus's inputs (`request \0 settings \0 host answer`, see
+/// One fuzz corpus input (`request \0 settings \0 host answer`, see
 /// `src/fuzzing.rs`) whose request and settings are JSON.
-fn corpus() -> Vec<(String, Value, Value, Result<Vec<u8>, String>)> {
+struct CorpusInput {
+    name: String,
+    request: Value,
+    settings: Value,
+    answer: Result<Vec<u8>, String>,
+}
+
+fn corpus() -> Vec<CorpusInput> {
     let dir = repo_root().join("fuzz/corpus/evaluate");
     let mut inputs = Vec::new();
     for entry in std::fs::read_dir(&dir)
@@ -161,14 +168,14 @@ fn corpus() -> Vec<(String, Value, Value, Result<Vec<u8>, String>)> {
             Some(error) => Err(String::from_utf8_lossy(error).into_owned()),
             None => Ok(answer.to_vec()),
         };
-        inputs.push((
-            entry.file_name().to_string_lossy().into_owned(),
+        inputs.push(CorpusInput {
+            name: entry.file_name().to_string_lossy().into_owned(),
             request,
             settings,
             answer,
-        ));
+        });
     }
-    inputs.sort_by(|a, b| a.0.cmp(&b.0));
+    inputs.sort_by(|a, b| a.name.cmp(&b.name));
     inputs
 }
 
@@ -185,7 +192,13 @@ fn replay_corpus(module: &PolicyModule, warm: bool) -> Result<(), Failed> {
         .instantiate(host.clone())
         .map_err(|e| e.to_string())?;
     let mut evaluated = 0;
-    for (name, request, settings, answer) in &inputs {
+    for CorpusInput {
+        name,
+        request,
+        settings,
+        answer,
+    } in &inputs
+    {
         let verdict = module
             .validate_settings(settings)
             .map_err(|e| format!("{name}: validate_settings trapped: {e:#}"))?;
