@@ -343,21 +343,23 @@ fn remove_keys(metadata: &mut Map<String, Value>, name: &str, keys: &[String]) -
 /// Binding is a Pod that cannot be scheduled.
 pub fn guard_metadata(before: &Value, after: &mut Value) -> Vec<String> {
     let mut warnings = Vec::new();
+    let empty = serde_json::Map::new();
     for section in ["labels", "annotations"] {
-        let path = format!("/metadata/{section}");
+        // Borrowed, not copied: a Pod can carry hundreds of keys, and only
+        // the ones the rules changed are looked at.
         let old = before
-            .pointer(&path)
+            .get("metadata")
+            .and_then(|m| m.get(section))
             .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let Some(new) = after.pointer_mut(&path) else {
+            .unwrap_or(&empty);
+        let Some(new) = after.get_mut("metadata").and_then(|m| m.get_mut(section)) else {
             continue;
         };
         let Some(new) = new.as_object_mut() else {
             warnings.push(format!(
                 "metadata.{section} written as something other than a map; put back"
             ));
-            *new = Value::Object(old);
+            *new = Value::Object(old.clone());
             continue;
         };
         let changed: Vec<String> = new
@@ -388,13 +390,13 @@ pub fn guard_metadata(before: &Value, after: &mut Value) -> Vec<String> {
             }
         }
         if section == "annotations"
-            && annotations_size(new) > TOTAL_ANNOTATION_SIZE_LIMIT.max(annotations_size(&old))
+            && annotations_size(new) > TOTAL_ANNOTATION_SIZE_LIMIT.max(annotations_size(old))
         {
             warnings.push(
                 "rules' annotations not applied: they would exceed Kubernetes' 256 KiB limit"
                     .to_string(),
             );
-            *new = old;
+            *new = old.clone();
         }
     }
     warnings
