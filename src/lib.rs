@@ -39,11 +39,6 @@ pub mod settings;
 pub mod fuzzing;
 
 use kubewarden_policy_sdk::response::ValidationResponse;
-
-#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
-#[global_allocator]
-static HEAP: allocator::SizeClasses<allocator::LinearMemory> =
-    allocator::SizeClasses::new(allocator::LinearMemory);
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use serde_json::value::RawValue;
 use wapc_guest::prelude::*;
@@ -51,6 +46,12 @@ use wapc_guest::prelude::*;
 use crate::admission::{Subject, ValidatePayload, classify};
 use crate::cluster::{Cluster, HostCluster};
 use crate::node_lookup::{HostNodeLookup, NodeLookup};
+
+/// policy.wasm's heap (see `allocator`).
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+#[global_allocator]
+static HEAP: allocator::SizeClasses<allocator::LinearMemory> =
+    allocator::SizeClasses::new(allocator::LinearMemory);
 
 /// Prefix of every warning, so users know where it comes from.
 pub const WARNING_PREFIX: &str = "node-metadata-policy: ";

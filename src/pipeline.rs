@@ -200,7 +200,7 @@ impl<'a> Pipeline<'a> {
         };
         let engine = Engine {
             resource_kinds: &self.plan.resource_kinds,
-            runtime: &inputs.functions,
+            functions: &inputs.functions,
             facts: &inputs.facts,
         };
         match engine.apply(rule, &inputs.request, object, cluster) {

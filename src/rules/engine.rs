@@ -30,7 +30,7 @@ pub const MAX_FOREACH_ITERATIONS: usize = 10_000;
 pub struct Engine<'r> {
     pub resource_kinds: &'r [ResourceKind],
     /// The function table for the rules' settings (see `jmes::Functions`).
-    pub runtime: &'r Functions<'r>,
+    pub functions: &'r Functions<'r>,
     /// What matching reads of the request, decoded once for all rules.
     pub facts: &'r RequestFacts,
 }
@@ -52,7 +52,7 @@ impl Engine<'_> {
         object: &Value,
         cluster: &CachedCluster,
     ) -> Result<RuleResult, String> {
-        let rt = self.runtime;
+        let rt = self.functions;
         let facts = self.facts;
         let Some(match_spec) = &rule.match_ else {
             return Ok(RuleResult::Skipped);
@@ -104,7 +104,7 @@ impl Engine<'_> {
         cluster: &CachedCluster,
         depth: usize,
     ) -> Result<(), String> {
-        let rt = self.runtime;
+        let rt = self.functions;
         let list = jmes::search_var(rt, &each.list, &scope.var())
             .map_err(|e| format!("foreach list {:?}: {e}", each.list))?;
         let elements: Vec<Rcvar> = match &*list {
@@ -182,7 +182,7 @@ impl Engine<'_> {
         data: &Rcvar,
         cluster: &CachedCluster,
     ) -> Result<Rcvar, String> {
-        let rt = self.runtime;
+        let rt = self.functions;
         let value = if let Some(variable) = &entry.variable {
             let base = match &variable.value {
                 Some(value) => Some(jmes::to_var(&substitute(rt, value, data)?)),
@@ -239,17 +239,16 @@ impl Engine<'_> {
         cluster: &CachedCluster,
         name: &str,
     ) -> Result<Rcvar, String> {
-        let rt = self.runtime;
+        let rt = self.functions;
         let url = render(rt, call.url_path.as_deref().unwrap_or(""), data)?;
         let read = parse_url(&url, self.resource_kinds)
             .map_err(|e| format!("context {name:?}: urlPath {url:?}: {e}"))?;
-        let path = match &call.jmes_path {
-            Some(path) => Some(render(rt, path, data)?),
-            None => None,
-        };
-        // A field path over one object reads only the fields it names.
+        // Rendered before the read, so that a field path over one object
+        // reads only the fields it names; a rendering error still counts only
+        // once the read has succeeded, as before.
+        let path = call.jmes_path.as_ref().map(|path| render(rt, path, data));
         let reach = match (&read, &path) {
-            (Read::Get { .. }, Some(path)) => field_paths::reach(path),
+            (Read::Get { .. }, Some(Ok(path))) => field_paths::reach(path),
             _ => None,
         };
         let answer = match &reach {
@@ -269,8 +268,8 @@ impl Engine<'_> {
             }
             Read::Get { .. } => answer,
         });
-        let result = match (answer, &path) {
-            (Ok(answer), Some(path)) => jmes::search_var(rt, path, &answer),
+        let result = match (answer, path) {
+            (Ok(answer), Some(path)) => jmes::search_var(rt, &path?, &answer),
             (Ok(answer), None) => Ok(answer),
             (Err(e), _) => Err(e),
         };
