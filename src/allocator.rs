@@ -8,7 +8,10 @@
 //! instructions per call on bins an evaluation that lives for microseconds
 //! does not need.
 //!
-//! This one keeps power-of-two size classes from 16 bytes up. A freed block
+//! This one keeps size classes from 16 bytes up, two per power of two (16,
+//! 32, 48, 64, 96, 128, 192, …), so a block wastes at most a third of itself
+//! (power-of-two classes waste up to half, and every wasted byte of a fresh
+//! instance can be a page touched). A freed block
 //! goes on its class's list and is handed out again first; new blocks are cut
 //! from memory grown as needed, so only the bytes actually used are touched.
 //! Blocks carry no header: Rust passes the layout back when freeing. Memory
@@ -24,8 +27,8 @@ use core::ptr;
 /// every block.
 const MIN_SHIFT: u32 = 4;
 const MIN_ALIGN: usize = 1 << MIN_SHIFT;
-/// Classes 16 B … 1 GiB.
-const CLASSES: usize = 27;
+/// Classes 16 B … 1 GiB: 16 and 32, then two per power of two.
+const CLASSES: usize = 52;
 /// A wasm page.
 const PAGE: usize = 64 * 1024;
 
@@ -53,12 +56,27 @@ pub struct SizeClasses<G> {
 // atomics feature, and single-threaded tests).
 unsafe impl<G: Sync> Sync for SizeClasses<G> {}
 
-/// The class index and block size for a layout.
+/// The class index and block size for a layout. Every block size is a
+/// multiple of 16, so blocks cut one after another stay 16-byte aligned.
 fn class(layout: Layout) -> Option<(usize, usize)> {
     let size = layout.size().max(layout.align()).max(MIN_ALIGN);
+    // The power of two at or above `size`: 2^shift.
     let shift = usize::BITS - (size - 1).leading_zeros();
-    let index = usize::try_from(shift.checked_sub(MIN_SHIFT)?).ok()?;
-    (index < CLASSES).then(|| (index, 1usize << shift))
+    let (index, block) = if shift <= MIN_SHIFT + 1 {
+        (shift.checked_sub(MIN_SHIFT)?, 1usize << shift)
+    } else {
+        // Between 2^(shift-1) and 2^shift there is one more class, 3/4 of
+        // 2^shift (48, 96, 192, …).
+        let three_quarters = 3usize << (shift - 2);
+        let pair = 2 + 2 * (shift - MIN_SHIFT - 2);
+        if size <= three_quarters {
+            (pair, three_quarters)
+        } else {
+            (pair + 1, 1usize << shift)
+        }
+    };
+    let index = usize::try_from(index).ok()?;
+    (index < CLASSES).then_some((index, block))
 }
 
 impl<G: Grow> SizeClasses<G> {
@@ -315,6 +333,24 @@ mod tests {
             unsafe { heap.dealloc(block, layout) };
         }
         assert_eq!(heap.memory.pages.get(), 1);
+    }
+
+    #[test]
+    fn classes_fit_tightly_and_keep_blocks_aligned() {
+        let mut last = (0, MIN_ALIGN);
+        for size in 1..=(1 << 20) {
+            let (index, block) = class(Layout::from_size_align(size, 1).unwrap()).unwrap();
+            assert!(block >= size && block % MIN_ALIGN == 0, "{size} -> {block}");
+            assert!(
+                size <= 32 || block * 2 <= size * 3,
+                "{size} -> {block} wastes too much"
+            );
+            assert!(index >= last.0 && (index > last.0 || block == last.1));
+            last = (index, block);
+        }
+        let largest = Layout::from_size_align(1 << 30, 8).unwrap();
+        assert_eq!(class(largest).unwrap().0, CLASSES - 1);
+        assert!(class(Layout::from_size_align((1 << 30) + 1, 8).unwrap()).is_none());
     }
 
     #[test]

@@ -118,13 +118,13 @@ struct Parts<'s> {
 
 impl<'s> Parts<'s> {
     fn of(
-        resources: &'s Option<ResourceDescription>,
+        resources: &'s Option<Box<ResourceDescription>>,
         subjects: &'s Option<Vec<Subject>>,
         roles: &'s Option<Vec<String>>,
         cluster_roles: &'s Option<Vec<String>>,
     ) -> Parts<'s> {
         Parts {
-            resources: resources.as_ref(),
+            resources: resources.as_deref(),
             subjects: subjects.as_deref(),
             roles: roles.as_deref(),
             cluster_roles: cluster_roles.as_deref(),

@@ -13,15 +13,15 @@ use serde_json::Value;
 pub struct RuleSpec {
     pub name: String,
     #[serde(rename = "match")]
-    pub match_: Option<MatchSpec>,
+    pub match_: Option<Box<MatchSpec>>,
     #[serde(default)]
-    pub exclude: Option<MatchSpec>,
+    pub exclude: Option<Box<MatchSpec>>,
     #[serde(default)]
     pub context: Vec<ContextEntry>,
     #[serde(default)]
     pub preconditions: Option<Conditions>,
     #[serde(default)]
-    pub mutate: Option<MutateSpec>,
+    pub mutate: Option<Box<MutateSpec>>,
     // Accepted because Kyverno policies carry them; they change nothing at admission.
     #[serde(default)]
     pub skip_background_requests: Option<bool>,
@@ -49,7 +49,7 @@ pub struct MatchSpec {
     pub all: Option<Vec<Filter>>,
     // The older single-filter form.
     #[serde(default)]
-    pub resources: Option<ResourceDescription>,
+    pub resources: Option<Box<ResourceDescription>>,
     #[serde(default)]
     pub subjects: Option<Vec<Subject>>,
     #[serde(default)]
@@ -62,7 +62,7 @@ pub struct MatchSpec {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Filter {
     #[serde(default)]
-    pub resources: Option<ResourceDescription>,
+    pub resources: Option<Box<ResourceDescription>>,
     #[serde(default)]
     pub subjects: Option<Vec<Subject>>,
     #[serde(default)]
