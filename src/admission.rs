@@ -9,6 +9,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::object::Object;
+
 /// What `validate` receives from policy-server.
 #[derive(Deserialize)]
 pub struct ValidatePayload<'a> {
@@ -18,21 +20,25 @@ pub struct ValidatePayload<'a> {
     pub settings: Option<&'a RawValue>,
 }
 
-/// The admission request, each field kept as the JSON received: decoded once
-/// here, then read field by field by classification and by the rules.
-#[derive(Default)]
-pub struct AdmissionRequest<'a> {
+/// A JSON object's fields, each kept as the JSON received: decoded once, then
+/// read field by field.
+#[derive(Default, Debug)]
+pub struct JsonFields<'a> {
     /// In the order received; a request has a dozen or so fields.
     pub fields: Vec<(Cow<'a, str>, &'a RawValue)>,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for AdmissionRequest<'a> {
+/// The admission request, read field by field by classification and by the
+/// rules.
+pub type AdmissionRequest<'a> = JsonFields<'a>;
+
+impl<'de: 'a, 'a> Deserialize<'de> for JsonFields<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Fields<'a>(std::marker::PhantomData<&'a ()>);
         impl<'de: 'a, 'a> serde::de::Visitor<'de> for Fields<'a> {
-            type Value = AdmissionRequest<'a>;
+            type Value = JsonFields<'a>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an admission request object")
+                f.write_str("a JSON object")
             }
             fn visit_map<M: serde::de::MapAccess<'de>>(
                 self,
@@ -42,7 +48,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for AdmissionRequest<'a> {
                 while let Some((Key(key), value)) = map.next_entry::<Key<'a>, &'a RawValue>()? {
                     fields.push((key, value));
                 }
-                Ok(AdmissionRequest { fields })
+                Ok(JsonFields { fields })
             }
         }
         deserializer.deserialize_map(Fields(std::marker::PhantomData))
@@ -72,7 +78,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
     }
 }
 
-impl<'a> AdmissionRequest<'a> {
+impl<'a> JsonFields<'a> {
     pub fn raw(&self, name: &str) -> Option<&'a RawValue> {
         self.fields
             .iter()
@@ -118,12 +124,12 @@ pub struct UserInfo {
 
 /// The object to mutate, and the Node whose metadata it gets.
 #[derive(Debug)]
-pub enum Subject {
+pub enum Subject<'a> {
     /// `CREATE pods/binding`: the mutated Binding's annotations (and labels,
     /// with `PodTopologyLabelsAdmission`) are copied onto the Pod.
-    Binding { node: String, object: Value },
+    Binding { node: String, object: Object<'a> },
     /// `CREATE pods` with `spec.nodeName`: such Pods never get a Binding.
-    PlacedPod { node: String, object: Value },
+    PlacedPod { node: String, object: Object<'a> },
     /// Nothing to do; `why` is said to the user when it is worth saying.
     PassThrough { why: Option<String> },
 }
@@ -141,7 +147,9 @@ struct PodSpecPlacement {
     node_name: Option<String>,
 }
 
-pub fn classify(request: &AdmissionRequest) -> Subject {
+/// `whole_object`: decode the whole object now (Kyverno rules will read it)
+/// rather than only its metadata (the short form writes nothing else).
+pub fn classify<'a>(request: &AdmissionRequest<'a>, whole_object: bool) -> Subject<'a> {
     if request.field::<String>("operation") != "CREATE" {
         return Subject::PassThrough { why: None };
     }
@@ -163,39 +171,62 @@ pub fn classify(request: &AdmissionRequest) -> Subject {
         ));
     };
     if is_binding {
-        classify_binding(raw)
+        classify_binding(raw, whole_object)
     } else {
-        classify_pod(raw)
+        classify_pod(raw, whole_object)
     }
 }
 
-fn pass_with(why: String) -> Subject {
+fn pass_with(why: String) -> Subject<'static> {
     Subject::PassThrough { why: Some(why) }
 }
 
-fn classify_binding(raw: &RawValue) -> Subject {
+fn classify_binding(raw: &RawValue, whole_object: bool) -> Subject<'_> {
+    // Usually only `target` and `metadata` need decoding; anything odd
+    // (duplicate keys, deep nesting) takes the whole-object path below.
+    if let Some(object) = (!whole_object).then(|| Object::shallow(raw)).flatten() {
+        let target = object
+            .raw("target")
+            .and_then(|t| serde_json::from_str::<Value>(t.get()).ok());
+        if let Some(node) = binding_node(target.as_ref()) {
+            return match node {
+                Ok(node) => Subject::Binding { node, object },
+                Err(subject) => subject,
+            };
+        }
+    }
     let object: Value = match serde_json::from_str(raw.get()) {
         Ok(object) => object,
         Err(e) => return pass_with(format!("the Binding cannot be decoded: {e}")),
     };
-    let Some(target) = object.get("target").filter(|t| t.is_object()) else {
-        return pass_with("the Binding has no target, so there is no Node to read".to_string());
-    };
-    // The API server treats an empty target kind as Node.
-    let kind = target.get("kind").and_then(Value::as_str).unwrap_or("");
-    if !kind.is_empty() && kind != "Node" {
-        return Subject::PassThrough { why: None };
-    }
-    match target.get("name").and_then(Value::as_str) {
-        Some(name) if !name.is_empty() => Subject::Binding {
-            node: name.to_string(),
-            object,
+    match binding_node(object.get("target")) {
+        Some(Ok(node)) => Subject::Binding {
+            node,
+            object: Object::Whole(object),
         },
-        _ => pass_with("the Binding's target has no Node name".to_string()),
+        Some(Err(subject)) => subject,
+        None => pass_with("the Binding has no target, so there is no Node to read".to_string()),
     }
 }
 
-fn classify_pod(raw: &RawValue) -> Subject {
+/// The Node a Binding's target names: `None` when there is no target object,
+/// `Err` with what to do when the target is not a named Node.
+fn binding_node(target: Option<&Value>) -> Option<Result<String, Subject<'static>>> {
+    let target = target.filter(|t| t.is_object())?;
+    // The API server treats an empty target kind as Node.
+    let kind = target.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !kind.is_empty() && kind != "Node" {
+        return Some(Err(Subject::PassThrough { why: None }));
+    }
+    Some(match target.get("name").and_then(Value::as_str) {
+        Some(name) if !name.is_empty() => Ok(name.to_string()),
+        _ => Err(pass_with(
+            "the Binding's target has no Node name".to_string(),
+        )),
+    })
+}
+
+fn classify_pod(raw: &RawValue, whole_object: bool) -> Subject<'_> {
     // Most Pods are not placed yet: find out from `spec.nodeName` alone
     // before paying for a full decode of the Pod.
     let node = match serde_json::from_str::<PodPlacement>(raw.get()) {
@@ -205,8 +236,14 @@ fn classify_pod(raw: &RawValue) -> Subject {
     if node.is_empty() {
         return Subject::PassThrough { why: None };
     }
+    if let Some(object) = (!whole_object).then(|| Object::shallow(raw)).flatten() {
+        return Subject::PlacedPod { node, object };
+    }
     match serde_json::from_str(raw.get()) {
-        Ok(object) => Subject::PlacedPod { node, object },
+        Ok(object) => Subject::PlacedPod {
+            node,
+            object: Object::Whole(object),
+        },
         Err(e) => pass_with(format!("the Pod cannot be decoded: {e}")),
     }
 }
@@ -215,9 +252,17 @@ fn classify_pod(raw: &RawValue) -> Subject {
 mod tests {
     use super::*;
 
-    fn classify_json(request: &str) -> Subject {
+    fn classify_json(request: &str) -> Subject<'_> {
         let request: AdmissionRequest = serde_json::from_str(request).unwrap();
-        classify(&request)
+        let subject = classify(&request, false);
+        // Decoding the whole object decides the same way.
+        let decision = |s: &Subject| match s {
+            Subject::Binding { node, .. } => format!("binding to {node}"),
+            Subject::PlacedPod { node, .. } => format!("pod on {node}"),
+            Subject::PassThrough { why } => format!("pass: {why:?}"),
+        };
+        assert_eq!(decision(&subject), decision(&classify(&request, true)));
+        subject
     }
 
     fn binding_request(object: &str) -> String {

@@ -58,10 +58,17 @@ pub fn exercise(data: &[u8]) {
     let Ok(payload) = serde_json::to_vec(&payload) else {
         return;
     };
+    // What `validate` writes (the object as received, metadata rewritten)
+    // says the same as the SDK's response built from the decoded object.
+    let written = serde_json::to_vec(&crate::decide(&payload, &lookup, &lookup))
+        .unwrap_or_else(|e| panic!("verdict does not serialise: {e}"));
     let response = crate::evaluate(&payload, &lookup, &lookup);
-    assert!(
-        serde_json::to_vec(&response).is_ok(),
-        "response does not serialise"
+    let expected = serde_json::to_value(&response)
+        .unwrap_or_else(|e| panic!("response does not serialise: {e}"));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&written).ok(),
+        Some(expected),
+        "validate's JSON differs from the response"
     );
     if !response.accepted {
         assert!(response.message.is_some(), "rejected without a message");

@@ -31,6 +31,7 @@ pub mod glob;
 pub mod k8s_names;
 pub mod mutation;
 pub mod node_lookup;
+pub mod object;
 pub mod pipeline;
 pub mod rules;
 pub mod settings;
@@ -69,7 +70,7 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    Ok(serde_json::to_vec(&evaluate(
+    Ok(serde_json::to_vec(&decide(
         payload,
         &HostNodeLookup,
         &HostCluster,
@@ -94,8 +95,14 @@ pub fn check_settings(raw: &[u8]) -> SettingsValidationResponse {
     }
 }
 
-/// `validate`: decide and mutate. Every outcome is an answer, never a trap.
+/// `validate`'s answer as the SDK's type (what tests and the fuzzer check;
+/// `validate` itself writes [`Verdict`] straight to JSON, the same text).
 pub fn evaluate(raw: &[u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> ValidationResponse {
+    decide(raw, lookup, cluster).into_response()
+}
+
+/// `validate`: decide and mutate. Every outcome is an answer, never a trap.
+pub fn decide<'a>(raw: &'a [u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> Verdict<'a> {
     let payload: ValidatePayload = match serde_json::from_slice(raw) {
         Ok(payload) => payload,
         Err(e) => {
@@ -110,7 +117,7 @@ pub fn evaluate(raw: &[u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> V
     // alone, and most requests are neither: skip parsing the settings then.
     // (policy-server re-encodes settings, so a `rules` key is never escaped.)
     let may_have_rules = raw_settings.contains("\"rules\"");
-    let subject = classify(&payload.request);
+    let subject = classify(&payload.request, may_have_rules);
     if let Subject::PassThrough { why } = &subject
         && !may_have_rules
     {
@@ -143,8 +150,39 @@ pub(crate) fn not_handled(why: &str) -> String {
     format!("request not handled: {why}")
 }
 
-fn accept(mutated_object: Option<serde_json::Value>, warnings: Vec<String>) -> ValidationResponse {
-    ValidationResponse {
+/// `validate`'s answer: the SDK's `ValidationResponse`, field for field, with
+/// the mutated object written from what was received ([`object::Object`]).
+#[derive(serde::Serialize)]
+pub struct Verdict<'a> {
+    accepted: bool,
+    message: Option<String>,
+    code: Option<u16>,
+    mutated_object: Option<object::Object<'a>>,
+    audit_annotations: Option<()>,
+    warnings: Option<Vec<String>>,
+}
+
+impl Verdict<'_> {
+    pub fn into_response(self) -> ValidationResponse {
+        let (mutated_object, warnings) = match self.mutated_object.map(object::Object::into_value) {
+            Some(Ok(object)) => (Some(object), self.warnings),
+            None => (None, self.warnings),
+            // Not reached: the fields decoded when they were received.
+            Some(Err(e)) => (None, Some(vec![not_handled(&e)])),
+        };
+        ValidationResponse {
+            accepted: self.accepted,
+            message: self.message,
+            code: self.code,
+            mutated_object,
+            audit_annotations: None,
+            warnings,
+        }
+    }
+}
+
+fn accept(mutated_object: Option<object::Object>, warnings: Vec<String>) -> Verdict {
+    Verdict {
         accepted: true,
         message: None,
         code: None,
@@ -154,8 +192,8 @@ fn accept(mutated_object: Option<serde_json::Value>, warnings: Vec<String>) -> V
     }
 }
 
-fn reject(message: String) -> ValidationResponse {
-    ValidationResponse {
+fn reject(message: String) -> Verdict<'static> {
+    Verdict {
         accepted: false,
         message: Some(format!("{WARNING_PREFIX}{message}")),
         code: None,

@@ -13,6 +13,7 @@ use crate::admission::{AdmissionRequest, Subject};
 use crate::cluster::{CachedCluster, Cluster};
 use crate::mutation::{self, ObjectKind};
 use crate::node_lookup::{self, NodeFields, NodeLookup};
+use crate::object::Object;
 use crate::rules;
 use crate::rules::engine::{Engine, RuleResult};
 use crate::rules::matching::RequestFacts;
@@ -52,9 +53,9 @@ enum StepError {
 
 /// What the pipeline did.
 #[derive(Default)]
-pub struct Outcome {
+pub struct Outcome<'a> {
     /// The object as mutated (when there was one to mutate).
-    pub object: Option<Value>,
+    pub object: Option<Object<'a>>,
     pub changed: bool,
     pub warnings: Vec<String>,
     /// Set when the request must be refused, with the reason.
@@ -78,7 +79,7 @@ pub struct Pipeline<'a> {
 }
 
 impl<'a> Pipeline<'a> {
-    pub fn run(&self, subject: Subject) -> Outcome {
+    pub fn run<'o>(&self, subject: Subject<'o>) -> Outcome<'o> {
         let mut outcome = Outcome::default();
         let placement = match subject {
             Subject::Binding { node, object } => {
@@ -101,7 +102,9 @@ impl<'a> Pipeline<'a> {
         for step in self.plan.steps() {
             let result = match step {
                 Step::NodeMetadata => match (&placement, outcome.object.as_mut()) {
-                    (Some((node, kind)), Some(object)) => self.node_metadata(node, object, *kind),
+                    (Some((node, kind)), Some(object)) => {
+                        self.node_metadata(node, object.metadata_holder(), *kind)
+                    }
                     // Only Bindings and placed Pods have a Node to read.
                     _ => continue,
                 },
@@ -145,7 +148,7 @@ impl<'a> Pipeline<'a> {
             let (request, received) =
                 rules::request_data(self.request, self.raw_settings, outcome.object.is_none())?;
             if outcome.object.is_none() {
-                outcome.object = received;
+                outcome.object = received.map(Object::Whole);
             }
             outcome.object.as_ref()?;
             *inputs = Some(RuleInputs {
@@ -198,6 +201,10 @@ impl<'a> Pipeline<'a> {
         let Some(object) = outcome.object.as_mut() else {
             return Ok((false, Vec::new()));
         };
+        let object = object.whole().map_err(|message| StepError::Failed {
+            ignored: format!("rule {:?} not applied: {message}", rule.name),
+            message: format!("rule {:?}: {message}", rule.name),
+        })?;
         let engine = Engine {
             resource_kinds: &self.plan.resource_kinds,
             functions: &inputs.functions,
