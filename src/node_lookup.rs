@@ -3,12 +3,10 @@
 //! in tests with a fake.
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
 use std::fmt;
 
-use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
-use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
 
 /// The part of a Node this policy reads, borrowed from the host's answer
 /// where it can be: a Node may carry thousands of labels, and copying each
@@ -127,24 +125,45 @@ struct NodeDocument<'a> {
     metadata: NodeMetadata<'a>,
 }
 
+/// The SDK's `GetResourceRequest`, field for field, borrowing instead of
+/// owning: every Binding pays for this request, and building the SDK's
+/// owned strings and mask set cost more than writing it.
+#[derive(Serialize)]
+struct NodeRequest<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    name: &'a str,
+    namespace: Option<&'a str>,
+    disable_cache: bool,
+    field_masks: Option<&'a [&'a str]>,
+}
+
+impl NodeFields {
+    /// The field masks, sorted as the SDK's set would send them.
+    fn masks(self) -> &'static [&'static str] {
+        match (self.labels, self.annotations) {
+            (true, true) => &["metadata.annotations", "metadata.labels"],
+            (true, false) => &["metadata.labels"],
+            (false, true) => &["metadata.annotations"],
+            (false, false) => &[],
+        }
+    }
+}
+
+fn node_request(name: &str, fields: NodeFields) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&NodeRequest {
+        api_version: "v1",
+        kind: "Node",
+        name,
+        namespace: None,
+        disable_cache: false,
+        field_masks: Some(fields.masks()),
+    })
+}
+
 impl NodeLookup for HostNodeLookup {
     fn fetch_node(&self, name: &str, fields: NodeFields) -> Result<Vec<u8>, String> {
-        let mut masks = BTreeSet::new();
-        if fields.labels {
-            masks.insert("metadata.labels".to_string());
-        }
-        if fields.annotations {
-            masks.insert("metadata.annotations".to_string());
-        }
-        let request = GetResourceRequest {
-            api_version: "v1".to_string(),
-            kind: "Node".to_string(),
-            name: name.to_string(),
-            namespace: None,
-            disable_cache: false,
-            field_masks: Some(masks),
-        };
-        let payload = serde_json::to_vec(&request)
+        let payload = node_request(name, fields)
             .map_err(|e| format!("cannot encode the host request: {e}"))?;
         wapc_guest::host_call("kubewarden", "kubernetes", "get_resource", &payload)
             .map_err(|e| host_error_cause(&e.to_string()))
@@ -178,6 +197,36 @@ pub fn parse_node(answer: &[u8]) -> Result<NodeMetadata<'_>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_node_request_is_the_sdks() {
+        use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
+        for (labels, annotations) in [(true, true), (true, false), (false, true), (false, false)] {
+            let fields = NodeFields {
+                labels,
+                annotations,
+            };
+            let mut masks = std::collections::BTreeSet::new();
+            if labels {
+                masks.insert("metadata.labels".to_string());
+            }
+            if annotations {
+                masks.insert("metadata.annotations".to_string());
+            }
+            let sdk = GetResourceRequest {
+                api_version: "v1".to_string(),
+                kind: "Node".to_string(),
+                name: "node \"1\"".to_string(),
+                namespace: None,
+                disable_cache: false,
+                field_masks: Some(masks),
+            };
+            assert_eq!(
+                node_request("node \"1\"", fields).unwrap(),
+                serde_json::to_vec(&sdk).unwrap()
+            );
+        }
+    }
 
     #[test]
     fn parses_only_metadata() {

@@ -34,7 +34,11 @@ impl<'a> Object<'a> {
     /// a JSON object, repeats a key, or nests deeper than the whole-object
     /// decoding would accept.
     pub fn shallow(raw: &'a RawValue) -> Option<Object<'a>> {
-        if nesting_depth(raw.get()) > MAX_SHALLOW_DEPTH {
+        // Counting brackets bounds the depth cheaply; the exact scan runs only
+        // for objects with many of them.
+        let text = raw.get();
+        let brackets = text.bytes().filter(|b| matches!(b, b'{' | b'[')).count();
+        if brackets > MAX_SHALLOW_DEPTH && nesting_depth(text) > MAX_SHALLOW_DEPTH {
             return None;
         }
         let fields: JsonFields<'a> = serde_json::from_str(raw.get()).ok()?;
