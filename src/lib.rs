@@ -52,7 +52,7 @@ use crate::node_lookup::{HostNodeLookup, NodeLookup};
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 #[global_allocator]
 static HEAP: allocator::SizeClasses<allocator::LinearMemory> =
-    allocator::SizeClasses::new(allocator::LinearMemory);
+    allocator::SizeClasses::new(allocator::LinearMemory::new());
 
 /// Prefix of every warning, so users know where it comes from.
 pub const WARNING_PREFIX: &str = "node-metadata-policy: ";
