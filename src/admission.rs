@@ -57,9 +57,21 @@ impl<'de: 'a, 'a> Deserialize<'de> for JsonFields<'a> {
     }
 }
 
-/// A field name, borrowed from the payload unless it holds escapes (serde's
-/// own `Cow` always copies).
+/// A string (a field name, or a value classification compares), borrowed
+/// from the payload unless it holds escapes (serde's own `Cow` always copies).
+#[derive(Default)]
 struct Key<'a>(Cow<'a, str>);
+
+/// What classification reads of `kind` and `resource`, borrowed.
+#[derive(Default, Deserialize)]
+struct GroupAndName<'a> {
+    #[serde(default, borrow)]
+    group: Key<'a>,
+    #[serde(default, borrow)]
+    kind: Key<'a>,
+    #[serde(default, borrow)]
+    resource: Key<'a>,
+}
 
 impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -152,17 +164,18 @@ struct PodSpecPlacement {
 /// `whole_object`: decode the whole object now (Kyverno rules will read it)
 /// rather than only its metadata (the short form writes nothing else).
 pub fn classify<'a>(request: &AdmissionRequest<'a>, whole_object: bool) -> Subject<'a> {
-    if request.field::<String>("operation") != "CREATE" {
+    if request.field::<Key>("operation").0 != "CREATE" {
         return Subject::PassThrough { why: None };
     }
-    let resource: GroupVersionResource = request.field("resource");
-    let kind: GroupVersionKind = request.field("kind");
-    let sub_resource: String = request.field("subResource");
-    let core_pods = resource.group.is_empty() && resource.resource == "pods";
+    let resource: GroupAndName = request.field("resource");
+    let kind: GroupAndName = request.field("kind");
+    let sub_resource: Key = request.field("subResource");
+    let (sub_resource, kind_name) = (&*sub_resource.0, &*kind.kind.0);
+    let core_pods = resource.group.0.is_empty() && resource.resource.0 == "pods";
     let is_binding =
-        core_pods && sub_resource == "binding" && kind.group.is_empty() && kind.kind == "Binding";
+        core_pods && sub_resource == "binding" && kind.group.0.is_empty() && kind_name == "Binding";
     let is_pod =
-        core_pods && sub_resource.is_empty() && kind.group.is_empty() && kind.kind == "Pod";
+        core_pods && sub_resource.is_empty() && kind.group.0.is_empty() && kind_name == "Pod";
     if !is_binding && !is_pod {
         return Subject::PassThrough { why: None };
     }

@@ -34,10 +34,9 @@ const PAGE: usize = 64 * 1024;
 
 /// Where new memory comes from: `memory.grow` in wasm, an arena in tests.
 pub trait Grow {
-    /// Room for at least `pages` wasm pages of use (the first region may be
-    /// smaller: the heap checks): where the new, zeroed memory starts and how
-    /// many bytes it holds, or `None` when there is no more.
-    fn grow(&self, pages: usize) -> Option<(usize, usize)>;
+    /// Grows by `pages` wasm pages; the address where the new memory starts,
+    /// or `None` when it cannot grow.
+    fn grow(&self, pages: usize) -> Option<usize>;
 }
 
 struct State {
@@ -119,22 +118,18 @@ impl<G: Grow> SizeClasses<G> {
             Some((start, start.checked_add(size)?))
         };
         let (mut start, mut stop) = fits(state.next)?;
-        // Twice at most: the first region may be too small for the block.
-        for _ in 0..2 {
-            if stop <= state.end {
-                break;
-            }
+        if stop > state.end {
             let pages = size.checked_add(align)?.div_ceil(PAGE);
-            let (base, bytes) = self.memory.grow(pages)?;
+            let base = self.memory.grow(pages)?;
             if base != state.end {
                 // The first region, or memory something else grew between.
                 state.next = base;
             }
-            state.end = base.checked_add(bytes)?;
+            state.end = base.checked_add(pages.checked_mul(PAGE)?)?;
             (start, stop) = fits(state.next)?;
-        }
-        if stop > state.end {
-            return None;
+            if stop > state.end {
+                return None;
+            }
         }
         state.next = stop;
         Some((start as *mut u8, true))
@@ -206,84 +201,15 @@ unsafe impl<G: Grow> GlobalAlloc for SizeClasses<G> {
     }
 }
 
-/// The module's one memory: first the free tail of its initial memory, then
-/// `memory.grow`.
-///
-/// The initial memory ends a little after the module's statics, on a page
-/// every instance writes anyway; that tail belongs to wasi-libc's `malloc`,
-/// which claims it the first time it runs. Asking `malloc` for it, once,
-/// makes it ours without a conflict, and the first allocations (waPC's
-/// registrations, at every instantiation) then cost neither a `memory.grow`
-/// nor a page fault of their own.
+/// `memory.grow` on the module's one memory.
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
-pub struct LinearMemory {
-    tail_taken: core::sync::atomic::AtomicBool,
-}
-
-#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
-unsafe extern "C" {
-    /// Where wasm-ld put the end of the statics (and the start of the heap).
-    static __heap_base: u8;
-    /// wasi-libc's allocator.
-    fn malloc(size: usize) -> *mut u8;
-}
-
-#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
-impl LinearMemory {
-    pub const fn new() -> Self {
-        LinearMemory {
-            tail_taken: core::sync::atomic::AtomicBool::new(false),
-        }
-    }
-
-    /// The initial memory's tail as one `malloc` block, when it is worth it.
-    fn tail(&self) -> Option<(usize, usize)> {
-        // What dlmalloc keeps for itself: its chunk header, alignment, and
-        // the top chunk it leaves at the end.
-        const MALLOC_OVERHEAD: usize = 128;
-        let heap_base = core::ptr::addr_of!(__heap_base) as usize;
-        let end = core::arch::wasm32::memory_size(0).checked_mul(PAGE)?;
-        let room = end.checked_sub(heap_base)?.checked_sub(MALLOC_OVERHEAD)?;
-        let bytes = room & !(MIN_ALIGN - 1);
-        if bytes < 256 {
-            return None;
-        }
-        // SAFETY: a plain call to the C allocator; the block is never freed.
-        let block = unsafe { malloc(bytes) };
-        if block.is_null() {
-            return None;
-        }
-        // The heap treats new memory as zero; this memory is only if nothing
-        // called `malloc` before, so make sure (it is on a page already
-        // written, and short).
-        // SAFETY: `block` is `bytes` long and ours.
-        unsafe { ptr::write_bytes(block, 0, bytes) };
-        // 16-byte aligned blocks only (dlmalloc gives at least 8).
-        let start = (block as usize).checked_next_multiple_of(MIN_ALIGN)?;
-        let usable = bytes.checked_sub(start - block as usize)?;
-        Some((start, usable))
-    }
-}
-
-#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
-impl Default for LinearMemory {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+pub struct LinearMemory;
 
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 impl Grow for LinearMemory {
-    fn grow(&self, pages: usize) -> Option<(usize, usize)> {
-        use core::sync::atomic::Ordering::Relaxed;
-        if !self.tail_taken.swap(true, Relaxed)
-            && let Some(tail) = self.tail()
-        {
-            return Some(tail);
-        }
+    fn grow(&self, pages: usize) -> Option<usize> {
         let previous = core::arch::wasm32::memory_grow(0, pages);
-        let bytes = pages.checked_mul(PAGE)?;
-        (previous != usize::MAX).then(|| Some((previous.checked_mul(PAGE)?, bytes)))?
+        (previous != usize::MAX).then(|| previous.checked_mul(PAGE))?
     }
 }
 
@@ -315,11 +241,11 @@ mod tests {
     }
 
     impl Grow for Arena {
-        fn grow(&self, pages: usize) -> Option<(usize, usize)> {
+        fn grow(&self, pages: usize) -> Option<usize> {
             let now = self.pages.get();
             (now + pages <= self.limit).then(|| {
                 self.pages.set(now + pages);
-                (self.base + now * PAGE, pages * PAGE)
+                self.base + now * PAGE
             })
         }
     }

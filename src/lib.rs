@@ -52,7 +52,7 @@ use crate::node_lookup::{HostNodeLookup, NodeLookup};
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 #[global_allocator]
 static HEAP: allocator::SizeClasses<allocator::LinearMemory> =
-    allocator::SizeClasses::new(allocator::LinearMemory::new());
+    allocator::SizeClasses::new(allocator::LinearMemory);
 
 /// Prefix of every warning, so users know where it comes from.
 pub const WARNING_PREFIX: &str = "node-metadata-policy: ";
@@ -70,11 +70,16 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    Ok(serde_json::to_vec(&decide(
-        payload,
-        &HostNodeLookup,
-        &HostCluster,
-    ))?)
+    let verdict = decide(payload, &HostNodeLookup, &HostCluster);
+    // Sized once: a mutated object is about as long as the request that
+    // carried it, and growing the buffer step by step copies it each time.
+    let mut answer = Vec::with_capacity(if verdict.mutated_object.is_some() {
+        payload.len().saturating_add(512)
+    } else {
+        256
+    });
+    serde_json::to_writer(&mut answer, &verdict)?;
+    Ok(answer)
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {
