@@ -64,9 +64,12 @@ static mut FIRST_WRITE: u8 = 0;
 
 #[unsafe(no_mangle)]
 pub extern "C" fn wapc_init() {
-    // A fresh instance's writable statics sit on one page, mapped from the
-    // module's image. Read first (as waPC's registry does), that page costs
-    // a read fault and then a copy-on-write fault; written first, one fault.
+    // A fresh instance's writable statics (about 1 KB, so one page) are
+    // mapped from the module's image. Read first, as waPC's registry does,
+    // that page costs a read fault, which also maps up to 15 neighbouring
+    // pages that are unmapped again with the instance, and then a
+    // copy-on-write fault; written first it costs one fault. Measured: b and
+    // d one fault fewer per evaluation, b 1.51x -> 1.38x of the baseline.
     // SAFETY: a byte nothing else reads, on wasm's single thread.
     unsafe { core::ptr::write_volatile(&raw mut FIRST_WRITE, 1) };
     register_function("validate", validate);
