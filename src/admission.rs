@@ -204,31 +204,25 @@ fn classify_binding(raw: &RawValue, whole_object: bool) -> Subject<'_> {
             .raw("target")
             .and_then(|t| serde_json::from_str::<BindingTarget>(t.get()).ok())
     {
-        let kind = target.kind.as_deref().unwrap_or("");
-        let name = target.name.as_deref().unwrap_or("");
-        // As below: an empty kind is Node to the API server.
-        return if !kind.is_empty() && kind != "Node" {
-            Subject::PassThrough { why: None }
-        } else if name.is_empty() {
-            pass_with("the Binding's target has no Node name".to_string())
-        } else {
-            Subject::Binding {
-                node: name.to_string(),
-                object,
-            }
+        return match target_node(target.kind.as_deref(), target.name.as_deref()) {
+            Ok(node) => Subject::Binding { node, object },
+            Err(subject) => subject,
         };
     }
     let object: Value = match serde_json::from_str(raw.get()) {
         Ok(object) => object,
         Err(e) => return pass_with(format!("the Binding cannot be decoded: {e}")),
     };
-    match binding_node(object.get("target")) {
-        Some(Ok(node)) => Subject::Binding {
+    let Some(target) = object.get("target").filter(|t| t.is_object()) else {
+        return pass_with("the Binding has no target, so there is no Node to read".to_string());
+    };
+    let kind = target.get("kind").and_then(Value::as_str);
+    match target_node(kind, target.get("name").and_then(Value::as_str)) {
+        Ok(node) => Subject::Binding {
             node,
             object: Object::Whole(object),
         },
-        Some(Err(subject)) => subject,
-        None => pass_with("the Binding has no target, so there is no Node to read".to_string()),
+        Err(subject) => subject,
     }
 }
 
@@ -242,21 +236,20 @@ struct BindingTarget<'a> {
     name: Option<Cow<'a, str>>,
 }
 
-/// The Node a Binding's target names: `None` when there is no target object,
-/// `Err` with what to do when the target is not a named Node.
-fn binding_node(target: Option<&Value>) -> Option<Result<String, Subject<'static>>> {
-    let target = target.filter(|t| t.is_object())?;
+/// The Node a Binding's target (`kind`, `name`) names, or what to do when it
+/// does not name one.
+fn target_node(kind: Option<&str>, name: Option<&str>) -> Result<String, Subject<'static>> {
     // The API server treats an empty target kind as Node.
-    let kind = target.get("kind").and_then(Value::as_str).unwrap_or("");
+    let kind = kind.unwrap_or("");
     if !kind.is_empty() && kind != "Node" {
-        return Some(Err(Subject::PassThrough { why: None }));
+        return Err(Subject::PassThrough { why: None });
     }
-    Some(match target.get("name").and_then(Value::as_str) {
+    match name {
         Some(name) if !name.is_empty() => Ok(name.to_string()),
         _ => Err(pass_with(
             "the Binding's target has no Node name".to_string(),
         )),
-    })
+    }
 }
 
 fn classify_pod(raw: &RawValue, whole_object: bool) -> Subject<'_> {

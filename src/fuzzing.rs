@@ -60,9 +60,10 @@ pub fn exercise(data: &[u8]) {
     };
     // What `validate` writes (the object as received, metadata rewritten)
     // says the same as the SDK's response built from the decoded object.
-    let written = serde_json::to_vec(&crate::decide(&payload, &lookup, &lookup))
-        .unwrap_or_else(|e| panic!("verdict does not serialise: {e}"));
-    let response = crate::evaluate(&payload, &lookup, &lookup);
+    let verdict = crate::decide(&payload, &lookup, &lookup);
+    let written =
+        serde_json::to_vec(&verdict).unwrap_or_else(|e| panic!("verdict does not serialise: {e}"));
+    let response = verdict.into_response();
     let expected = serde_json::to_value(&response)
         .unwrap_or_else(|e| panic!("response does not serialise: {e}"));
     assert_eq!(
