@@ -5,9 +5,33 @@
 #
 # Needs: kwctl, bats, jq, and annotated-policy.wasm (make annotated-policy.wasm).
 # kwctl exits 0 even when the policy rejects: every check reads the response.
+# A case that names contextAwareResources runs as a ClusterAdmissionPolicy
+# manifest granting exactly those, as a user would deploy it; kwctl (1.35)
+# grants host access to nothing else. Other cases get the module's metadata.
+
+bats_require_minimum_version 1.5.0
 
 setup() {
   cd "$BATS_TEST_DIRNAME/.."
+  # kwctl appends a backtrace to replayed host errors when this is set.
+  export RUST_BACKTRACE=0
+}
+
+# The ClusterAdmissionPolicy a user would apply for this case, on stdout.
+manifest() {
+  local case=$1
+  jq -n --argjson c "$case" --arg wasm "file://$PWD/annotated-policy.wasm" '{
+    apiVersion: "policies.kubewarden.io/v1",
+    kind: "ClusterAdmissionPolicy",
+    metadata: {name: "node-metadata"},
+    spec: {
+      module: $wasm,
+      mutating: true,
+      rules: [{apiGroups: [""], apiVersions: ["v1"], resources: ["pods/binding", "pods"], operations: ["CREATE"]}],
+      settings: $c.settings,
+      contextAwareResources: $c.contextAwareResources
+    }
+  }'
 }
 
 run_case() {
@@ -26,9 +50,14 @@ run_case() {
     return
   fi
 
+  local policy=(--settings-json "$settings" annotated-policy.wasm)
+  if jq -e 'has("contextAwareResources")' <<<"$case" >/dev/null; then
+    manifest "$case" >"$BATS_TEST_TMPDIR/policy.yaml"
+    policy=("$BATS_TEST_TMPDIR/policy.yaml")
+  fi
   run --separate-stderr kwctl run --allow-context-aware \
     --replay-host-capabilities-interactions "$session" \
-    --request-path "$request" --settings-json "$settings" annotated-policy.wasm
+    --request-path "$request" "${policy[@]}"
   [ "$status" -eq 0 ]
   local response
   response=$(tail -n 1 <<<"$output")
@@ -87,7 +116,7 @@ run_case() {
   run_case node_missing_fail
 }
 
-@test "node_access_not_granted_ignore: Node missing from contextAwareResources" {
+@test "node_access_not_granted_ignore: a policy whose contextAwareResources do not list Node: accepted unchanged with the host's refusal as a warning" {
   run_case node_access_not_granted_ignore
 }
 

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::node_lookup::{NodeFields, NodeLookup};
 
 const NODE_MISSING: &str = "Cannot find v1/Node named 'node-1' inside of namespace 'None'";
-const NOT_GRANTED: &str = "Policy has not been granted access to Kubernetes resource: v1/Node";
+const NOT_GRANTED: &str = "Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.";
 
 /// A host that answers every Node lookup the same way and counts the calls.
 struct Host {
@@ -222,7 +222,7 @@ fn catalog() -> Vec<Case> {
         },
         Case {
             when: "Node is missing from the policy's `contextAwareResources`",
-            answer_text: "Policy has not been granted access to Kubernetes resource: v1/Node",
+            answer_text: "Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.",
             answer: Accepted {
                 patched: false,
                 warning: NOT_GRANTED,
@@ -566,7 +566,7 @@ fn catalog() -> Vec<Case> {
             answer_text: "cannot work out the requester's roles: listing RoleBindings: Policy has not been granted access",
             answer: Accepted {
                 patched: false,
-                warning: "rule \"scheduler-only\": cannot work out the requester's roles: listing RoleBindings: Policy has not been granted access to Kubernetes resource: rbac.authorization.k8s.io/v1/RoleBinding",
+                warning: "rule \"scheduler-only\": cannot work out the requester's roles: listing RoleBindings: Policy has not been granted access to Kubernetes rbac.authorization.k8s.io/v1/RoleBinding resources. The violation has been reported.",
             },
             run: || {
                 let rules = json!({"rules": [{
@@ -577,7 +577,7 @@ fn catalog() -> Vec<Case> {
                 (
                     payload(fixture("binding.json"), rules),
                     host_error(
-                        "Policy has not been granted access to Kubernetes resource: rbac.authorization.k8s.io/v1/RoleBinding",
+                        "Policy has not been granted access to Kubernetes rbac.authorization.k8s.io/v1/RoleBinding resources. The violation has been reported.",
                     ),
                 )
             },

@@ -38,6 +38,18 @@ pub trait Capabilities: Send + Sync {
     ) -> Result<Vec<u8>, String>;
 }
 
+impl<T: Capabilities + ?Sized> Capabilities for std::sync::Arc<T> {
+    fn answer(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, String> {
+        (**self).answer(binding, namespace, operation, payload)
+    }
+}
+
 /// Answers `kubernetes/get_resource` for Nodes (and any other object) from
 /// memory, pruned by the request's field masks as policy-server does. Pruned
 /// answers are kept, so a benchmark times the policy, not this host.
@@ -148,8 +160,11 @@ pub fn apply_field_masks(value: &Value, masks: Option<&BTreeSet<String>>) -> Val
     prune(value, &paths.iter().map(Vec::as_slice).collect::<Vec<_>>())
 }
 
+/// Kubewarden 1.35's pruning (`field_mask::prune_in_place`): the masks form a
+/// tree, and a node with no children keeps everything below it, so
+/// `metadata` beside `metadata.labels` keeps only the labels.
 fn prune(value: &Value, paths: &[&[&str]]) -> Value {
-    if paths.iter().any(|p| p.is_empty()) {
+    if paths.iter().all(|p| p.is_empty()) {
         return value.clone();
     }
     match value {
@@ -158,8 +173,9 @@ fn prune(value: &Value, paths: &[&[&str]]) -> Value {
             for (key, child) in map {
                 let rest: Vec<&[&str]> = paths
                     .iter()
-                    .filter(|p| p.first() == Some(&key.as_str()))
-                    .map(|p| &p[1..])
+                    .filter_map(|p| p.split_first())
+                    .filter(|(first, _)| **first == key.as_str())
+                    .map(|(_, rest)| rest)
                     .collect();
                 if !rest.is_empty() {
                     out.insert(key.clone(), prune(child, &rest));
@@ -169,6 +185,49 @@ fn prune(value: &Value, paths: &[&[&str]]) -> Value {
         }
         Value::Array(items) => Value::Array(items.iter().map(|i| prune(i, paths)).collect()),
         other => other.clone(),
+    }
+}
+
+/// The `contextAwareResources` a policy was granted, checked before any
+/// Kubernetes host call is answered, with policy-server's words.
+pub struct Granted<C> {
+    resources: Vec<(String, String)>,
+    pub inner: C,
+}
+
+impl<C> Granted<C> {
+    pub fn new(resources: Vec<(String, String)>, inner: C) -> Granted<C> {
+        Granted { resources, inner }
+    }
+}
+
+impl<C: Capabilities> Capabilities for Granted<C> {
+    fn answer(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, String> {
+        let reads_objects = matches!(
+            operation,
+            "get_resource" | "list_resources_by_namespace" | "list_resources_all"
+        );
+        if namespace == "kubernetes" && reads_objects {
+            let call = HostCall::new(binding, namespace, operation, payload);
+            let api_version = call.payload["api_version"].as_str().unwrap_or_default();
+            let kind = call.payload["kind"].as_str().unwrap_or_default();
+            if !self
+                .resources
+                .iter()
+                .any(|(v, k)| v == api_version && k == kind)
+            {
+                return Err(format!(
+                    "Policy has not been granted access to Kubernetes {api_version}/{kind} resources. The violation has been reported."
+                ));
+            }
+        }
+        self.inner.answer(binding, namespace, operation, payload)
     }
 }
 
@@ -191,6 +250,12 @@ mod tests {
         assert_eq!(
             apply_field_masks(&list, Some(&masks)),
             json!({"spec":{"containers":[{"image":"x"},{"image":"y"}]}})
+        );
+        let masks: BTreeSet<String> =
+            ["metadata".to_string(), "metadata.labels".to_string()].into();
+        assert_eq!(
+            apply_field_masks(&node, Some(&masks)),
+            json!({"metadata":{"labels":{"a":"1"}}})
         );
     }
 }

@@ -8,6 +8,6 @@ pub mod capabilities;
 pub mod policy;
 pub mod session;
 
-pub use capabilities::{Capabilities, HostCall, InMemoryCluster};
+pub use capabilities::{Capabilities, Granted, HostCall, InMemoryCluster};
 pub use policy::{Evaluation, PolicyModule, SettingsVerdict, validate_payload};
 pub use session::SessionReplay;

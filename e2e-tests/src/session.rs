@@ -1,7 +1,10 @@
-//! Replays kwctl session files (`--replay-host-capabilities-interactions`):
-//! recorded exchanges are matched exactly and in order; `field_masks` is not
-//! part of the recorded request. Any mismatch or surplus call is an error to
-//! the policy and is kept in `failures` so a test can fail on it.
+//! Replays kwctl session files (`--replay-host-capabilities-interactions`) as
+//! kwctl 1.35 does: recorded exchanges are matched exactly and in order,
+//! `field_masks` included (a missing or null list is "no masks", `[]` is an
+//! empty list), and the recorded answer is returned as written, unpruned. A
+//! recorded answer must therefore be what 1.35 returns for its masks; `parse`
+//! refuses one that holds fields outside them. Any mismatch or surplus call is
+//! an error to the policy and is kept in `failures` so a test can fail on it.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -73,6 +76,18 @@ impl SessionReplay {
                     "entry {i}: the request must start with a !Tag such as !KubernetesGetResource"
                 );
             };
+            if let Response::Success { payload } = &exchange.response {
+                let fields: Value = serde_json::to_value(&tagged.value)?;
+                let answer: Value = serde_json::from_str(payload)
+                    .with_context(|| format!("entry {i}: the payload is not JSON"))?;
+                let masks = crate::capabilities::field_masks(&fields);
+                if crate::capabilities::apply_field_masks(&answer, masks.as_ref()) != answer {
+                    bail!(
+                        "entry {i}: the payload holds fields outside its field_masks {masks:?}; \
+                         Kubewarden 1.35 would have pruned them"
+                    );
+                }
+            }
             exchanges.push(Recorded {
                 tag: tagged.tag.to_string().trim_start_matches('!').to_string(),
                 fields: tagged.value,
@@ -123,6 +138,20 @@ fn tag_for(call: &HostCall) -> Option<&'static str> {
     }
 }
 
+/// A request's fields as kwctl compares them after decoding: optional fields
+/// absent or null are the same, `field_masks` is a set.
+fn comparable(fields: &Value) -> Value {
+    let mut fields = fields.clone();
+    if let Some(map) = fields.as_object_mut() {
+        map.retain(|_, v| !v.is_null());
+        if let Some(list) = map.get_mut("field_masks").and_then(Value::as_array_mut) {
+            list.sort_by_key(|m| m.to_string());
+            list.dedup();
+        }
+    }
+    fields
+}
+
 impl Capabilities for SessionReplay {
     fn answer(
         &self,
@@ -147,13 +176,9 @@ impl Capabilities for SessionReplay {
                     call.payload
                 )
             })?;
-            let mut fields = call.payload.clone();
-            if let Some(map) = fields.as_object_mut() {
-                map.remove("field_masks");
-            }
-            let fields: serde_yaml::Value =
-                serde_yaml::to_value(&fields).map_err(|e| e.to_string())?;
-            if recorded.tag != tag || recorded.fields != fields {
+            let recorded_fields =
+                serde_json::to_value(&recorded.fields).map_err(|e| e.to_string())?;
+            if recorded.tag != tag || comparable(&recorded_fields) != comparable(&call.payload) {
                 return Err(format!(
                     "host call !{tag} {} does not match recorded exchange {}: !{} {}",
                     call.payload,
@@ -168,12 +193,7 @@ impl Capabilities for SessionReplay {
             Ok(response) => {
                 state.next += 1;
                 match response {
-                    Response::Success { payload } => {
-                        // policy-server prunes by field masks; so does this host.
-                        let value: Value =
-                            serde_json::from_str(payload).map_err(|e| e.to_string())?;
-                        crate::capabilities::masked_answer(&value, &call.payload)
-                    }
+                    Response::Success { payload } => Ok(payload.clone().into_bytes()),
                     Response::Error { message } => Err(message.clone()),
                 }
             }

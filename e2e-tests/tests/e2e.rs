@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use policy_host::{PolicyModule, SessionReplay};
+use policy_host::{Granted, PolicyModule, SessionReplay};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -19,7 +19,32 @@ struct Case {
     request: String,
     settings: Value,
     session: String,
+    /// What the policy is granted, as in a ClusterAdmissionPolicy; absent,
+    /// what metadata.yml declares (the annotated module's own list).
+    #[serde(default, rename = "contextAwareResources")]
+    context_aware_resources: Option<Vec<Resource>>,
     expect: Expect,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Resource {
+    api_version: String,
+    kind: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Metadata {
+    context_aware_resources: Vec<Resource>,
+}
+
+fn metadata_resources() -> Result<Vec<Resource>, Failed> {
+    let text = std::fs::read_to_string(repo_root().join("metadata.yml"))
+        .map_err(|e| format!("metadata.yml: {e}"))?;
+    let metadata: Metadata =
+        serde_yaml::from_str(&text).map_err(|e| format!("metadata.yml: {e}"))?;
+    Ok(metadata.context_aware_resources)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -73,8 +98,19 @@ fn run_case(module: &PolicyModule, case: &Case) -> Result<(), Failed> {
     let session = Arc::new(
         SessionReplay::from_file(&root.join(&case.session)).map_err(|e| format!("{e:#}"))?,
     );
+    let granted = match &case.context_aware_resources {
+        Some(resources) => resources.clone(),
+        None => metadata_resources()?,
+    };
+    let host = Arc::new(Granted::new(
+        granted
+            .into_iter()
+            .map(|r| (r.api_version, r.kind))
+            .collect(),
+        session.clone(),
+    ));
     let evaluation = module
-        .evaluate(&request, &case.settings, session.clone())
+        .evaluate(&request, &case.settings, host)
         .map_err(|e| format!("{e:#}"))?;
     let mut problems = Vec::new();
     problems.extend(
