@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 
 use crate::glob::KeyPattern;
 use crate::k8s_names::{check_label_value, check_qualified_name};
@@ -19,9 +20,10 @@ pub struct Settings {
     /// annotations. An empty list copies nothing.
     #[serde(default)]
     pub copy: Option<Vec<CopyEntry>>,
-    /// What to do when the Node cannot be read.
+    /// What to do when the Node (or anything a rule reads) cannot be read.
+    /// Absent: `spec.failurePolicy` of a pasted policy document, else `Ignore`.
     #[serde(default)]
-    pub failure_policy: FailurePolicy,
+    pub failure_policy: Option<FailurePolicy>,
     /// What to do when a Pod created with `spec.nodeName` already carries a key
     /// this policy manages, with a value the Node does not back.
     #[serde(default)]
@@ -33,7 +35,70 @@ pub struct Settings {
     /// `apiCall` or match as `Kind/subresource`.
     #[serde(default)]
     pub resource_kinds: Vec<ResourceKind>,
+    // A whole Kyverno ClusterPolicy/Policy document may be pasted as the
+    // settings instead of bare `rules`: these are its top-level fields.
+    #[serde(default)]
+    pub api_version: Option<String>,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub metadata: Option<PolicyMetadata>,
+    #[serde(default)]
+    pub spec: Option<PolicySpec>,
+    // kubectl output carries it; nothing to honour.
+    #[serde(default)]
+    pub status: Option<IgnoredAny>,
 }
+
+/// The parts of a pasted policy's `metadata` that change what it does; the
+/// rest (name, uid, managedFields...) is read past.
+#[derive(Debug, Default, Deserialize)]
+pub struct PolicyMetadata {
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// Kyverno's `ClusterPolicy.spec`, as far as admission mutation goes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PolicySpec {
+    #[serde(default)]
+    pub rules: Vec<RuleSpec>,
+    #[serde(default)]
+    pub failure_policy: Option<FailurePolicy>,
+    #[serde(default)]
+    pub apply_rules: Option<String>,
+    // Accepted because Kyverno policies carry them; they concern Kyverno's
+    // own webhooks, reports and background scans, not what a mutation writes.
+    #[serde(default)]
+    pub background: Option<IgnoredAny>,
+    #[serde(default)]
+    pub admission: Option<IgnoredAny>,
+    #[serde(default)]
+    pub validation_failure_action: Option<IgnoredAny>,
+    #[serde(default)]
+    pub validation_failure_action_overrides: Option<IgnoredAny>,
+    #[serde(default)]
+    pub emit_warning: Option<IgnoredAny>,
+    #[serde(default)]
+    pub schema_validation: Option<IgnoredAny>,
+    #[serde(default)]
+    pub use_server_side_apply: Option<IgnoredAny>,
+    #[serde(default)]
+    pub webhook_timeout_seconds: Option<IgnoredAny>,
+    #[serde(default)]
+    pub webhook_configuration: Option<IgnoredAny>,
+    #[serde(default)]
+    pub mutate_existing_on_policy_update: Option<IgnoredAny>,
+    #[serde(default)]
+    pub generate_existing: Option<IgnoredAny>,
+    #[serde(default)]
+    pub generate_existing_on_policy_update: Option<IgnoredAny>,
+}
+
+/// The annotation by which a Kyverno policy chooses which Pod controllers its
+/// Pod rules are generated for.
+pub const AUTOGEN_ANNOTATION: &str = "pod-policies.kyverno.io/autogen-controllers";
 
 /// At most this many `copy` entries: one evaluation's work stays bounded.
 pub const MAX_COPY_ENTRIES: usize = 500;
@@ -246,6 +311,41 @@ pub struct PolicyPlan {
     pub resource_kinds: Vec<ResourceKind>,
     pub failure_policy: FailurePolicy,
     pub on_preset_keys: PresetKeys,
+    /// Which Pod controllers Pod rules are also generated for.
+    pub autogen: Autogen,
+}
+
+/// Kyverno's autogen: a rule that matches only Pods also applies to the Pod
+/// templates of these controllers (CronJob's one level deeper).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Autogen {
+    pub controllers: Vec<String>,
+}
+
+/// The controllers Kyverno generates Pod rules for by default.
+pub const AUTOGEN_DEFAULT: [&str; 7] = [
+    "DaemonSet",
+    "Deployment",
+    "Job",
+    "StatefulSet",
+    "ReplicaSet",
+    "ReplicationController",
+    "CronJob",
+];
+
+impl Default for Autogen {
+    fn default() -> Self {
+        Autogen {
+            controllers: AUTOGEN_DEFAULT.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+}
+
+/// What a pasted policy document contributes.
+struct Document {
+    rules: Option<Vec<RuleSpec>>,
+    failure_policy: Option<FailurePolicy>,
+    autogen: Autogen,
 }
 
 impl PolicyPlan {
@@ -326,8 +426,22 @@ pub fn load_for_request(raw: &[u8]) -> Result<PolicyPlan, String> {
 }
 
 impl Settings {
-    pub fn compile(self, checks: Checks) -> Result<PolicyPlan, String> {
-        let rules = self.rules.unwrap_or_default();
+    pub fn compile(mut self, checks: Checks) -> Result<PolicyPlan, String> {
+        let document = self.document()?;
+        let rules = match (self.rules, document.rules) {
+            (Some(_), Some(_)) => {
+                return Err("settings: `rules` and a pasted policy's `spec.rules` are alternatives; keep one".to_string());
+            }
+            (Some(rules), None) | (None, Some(rules)) => rules,
+            (None, None) => Vec::new(),
+        };
+        let failure_policy = match (self.failure_policy, document.failure_policy) {
+            (Some(a), Some(b)) if a != b => {
+                return Err("settings.failurePolicy: contradicts the pasted policy's spec.failurePolicy; keep one".to_string());
+            }
+            (Some(policy), _) | (None, Some(policy)) => policy,
+            (None, None) => FailurePolicy::default(),
+        };
         if checks == Checks::Full {
             crate::rules::check(&rules, &self.resource_kinds)?;
         }
@@ -360,9 +474,77 @@ impl Settings {
             copy,
             rules,
             resource_kinds: self.resource_kinds,
-            failure_policy: self.failure_policy,
+            failure_policy,
+            autogen: document.autogen,
             on_preset_keys: self.on_preset_keys,
         })
+    }
+}
+
+impl Settings {
+    /// Checks a pasted policy document and takes what it says.
+    fn document(&mut self) -> Result<Document, String> {
+        let mut document = Document {
+            rules: None,
+            failure_policy: None,
+            autogen: Autogen::default(),
+        };
+        let pasted = self.spec.is_some() || self.kind.is_some() || self.api_version.is_some();
+        if !pasted {
+            if self.metadata.is_some() {
+                return Err("settings.metadata: only a whole policy document (apiVersion, kind, metadata, spec) has metadata".to_string());
+            }
+            return Ok(document);
+        }
+        match self.api_version.as_deref() {
+            Some("kyverno.io/v1" | "kyverno.io/v2beta1") => {}
+            other => {
+                return Err(format!(
+                    "settings.apiVersion: {other:?}: a pasted policy must be kyverno.io/v1 (or v2beta1)"
+                ));
+            }
+        }
+        match self.kind.as_deref() {
+            Some("ClusterPolicy" | "Policy") => {}
+            other => {
+                return Err(format!(
+                    "settings.kind: {other:?}: a pasted policy must be a ClusterPolicy or Policy"
+                ));
+            }
+        }
+        let Some(spec) = &mut self.spec else {
+            return Err("settings.spec: a pasted policy needs its spec".to_string());
+        };
+        if let Some(apply) = spec.apply_rules.as_deref()
+            && apply != "All"
+        {
+            return Err(format!(
+                "settings.spec.applyRules: {apply:?} is not supported: every matching rule is applied (`All`)"
+            ));
+        }
+        document.rules = Some(std::mem::take(&mut spec.rules));
+        document.failure_policy = spec.failure_policy;
+        if let Some(value) = self
+            .metadata
+            .as_ref()
+            .and_then(|m| m.annotations.get(AUTOGEN_ANNOTATION))
+        {
+            let value = value.trim();
+            let mut controllers = Vec::new();
+            if value != "none" {
+                for name in value.split(',').map(str::trim) {
+                    if !AUTOGEN_DEFAULT.contains(&name) {
+                        return Err(format!(
+                            "settings.metadata.annotations.{AUTOGEN_ANNOTATION}: {name:?} is not a Pod controller Kyverno generates rules for (one of {}, or none)",
+                            AUTOGEN_DEFAULT.join(", ")
+                        ));
+                    }
+                    controllers.push(name.to_string());
+                }
+            }
+            document.autogen = Autogen { controllers };
+        }
+        Ok(document)
     }
 }
 

@@ -797,15 +797,16 @@ mod point7_mutate {
             {"name": "sidecar", "image": "proxy:1"}
         ]}}}));
         let containers = pod.pointer("/spec/containers").unwrap();
+        // New elements go in front, as Kyverno merges (list prepend).
         assert_eq!(containers.as_array().unwrap().len(), 2);
-        assert_eq!(containers[0]["image"], "nginx:1.27");
-        let env: Vec<&str> = containers[0]["env"]
+        assert_eq!(containers[1]["image"], "nginx:1.27");
+        let env: Vec<&str> = containers[1]["env"]
             .as_array()
             .unwrap()
             .iter()
             .map(|e| e["name"].as_str().unwrap())
             .collect();
-        assert_eq!(env, ["ZONE", "REGION"]);
+        assert_eq!(env, ["REGION", "ZONE"]);
     }
 
     #[test]

@@ -61,19 +61,261 @@ fn merge_key(field: &str) -> Option<&'static str> {
     }
 }
 
-/// Applies a strategic merge patch (already substituted) to `resource`;
-/// strings that mention `{{@}}` are substituted by `late` against the value
-/// they replace. `Ok(false)` when a top-level conditional anchor did not hold.
+/// Applies a strategic merge patch (already substituted) to `resource`, in
+/// Kyverno's two phases: first the anchors are resolved against the resource
+/// (conditions checked, `+(key)` kept or dropped, list elements with
+/// conditions turned into plain elements naming the resource elements they
+/// matched, anchor-only parts removed), then what is left is merged. Strings
+/// that mention `{{@}}` are substituted by `late` against the value they
+/// replace. `Ok(false)` when a condition did not hold (nothing is written).
 pub fn strategic_merge(
     resource: &mut Value,
     patch: &Value,
     late: LateSubstitution,
 ) -> Result<bool, Skip> {
-    match merge_value(resource, patch, "", late) {
-        Ok(()) => Ok(true),
-        Err(Skip::Condition) => Ok(false),
-        Err(global) => Err(global),
+    let mut plain = patch.clone();
+    match resolve_anchors(&mut plain, Some(resource)) {
+        Ok(()) => {}
+        Err(Mismatch::Condition) => return Ok(false),
+        Err(Mismatch::Global(why)) => return Err(Skip::Global(why)),
     }
+    if let Some(map) = plain.as_object_mut() {
+        remove_anchor_parts(map);
+    }
+    merge_value(resource, &plain, "", late)?;
+    Ok(true)
+}
+
+/// An anchor that did not hold while resolving.
+enum Mismatch {
+    /// A conditional anchor: skips the enclosing list element, or the whole
+    /// patch when it is not inside a list.
+    Condition,
+    /// A global anchor: skips the rule, unless another element of the same
+    /// list satisfies it.
+    Global(String),
+}
+
+fn is_condition(key: &str) -> bool {
+    matches!(anchor(key), Anchor::Condition(_) | Anchor::Global(_))
+}
+
+/// Whether `pattern` has any anchor key selected by `wanted`, in its maps and
+/// lists at any depth.
+fn has_anchor(pattern: &Value, wanted: &dyn Fn(&Anchor) -> bool) -> bool {
+    match pattern {
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| wanted(&anchor(k)) || has_anchor(v, wanted)),
+        Value::Array(items) => items.iter().any(|i| has_anchor(i, wanted)),
+        _ => false,
+    }
+}
+
+fn any_anchor(a: &Anchor) -> bool {
+    !matches!(a, Anchor::Plain(_))
+}
+
+fn global_anchor(a: &Anchor) -> bool {
+    matches!(a, Anchor::Global(_))
+}
+
+fn resolve_anchors(pattern: &mut Value, resource: Option<&Value>) -> Result<(), Mismatch> {
+    match pattern {
+        Value::Object(map) => resolve_map(map, resource.and_then(Value::as_object)),
+        Value::Array(items) if items.first().is_some_and(Value::is_object) => {
+            resolve_list(items, resource.and_then(Value::as_array))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `+(key)` is dropped when the resource has `key`, otherwise it becomes a
+/// plain `key`. Returns how many there were.
+fn resolve_add_if_absent(
+    map: &mut Map<String, Value>,
+    resource: Option<&Map<String, Value>>,
+) -> usize {
+    let keys: Vec<String> = map
+        .keys()
+        .filter(|k| matches!(anchor(k), Anchor::AddIfAbsent(_)))
+        .cloned()
+        .collect();
+    for key in &keys {
+        let Some(value) = map.remove(key) else {
+            continue;
+        };
+        if let Anchor::AddIfAbsent(plain) = anchor(key)
+            && !resource.is_some_and(|r| r.contains_key(plain))
+        {
+            map.insert(plain.to_string(), value);
+        }
+    }
+    keys.len()
+}
+
+fn resolve_map(
+    map: &mut Map<String, Value>,
+    resource: Option<&Map<String, Value>>,
+) -> Result<(), Mismatch> {
+    resolve_add_if_absent(map, resource);
+    // Global anchors are checked before conditional ones, over the whole map.
+    for global in [true, false] {
+        for (key, pattern) in map.iter_mut() {
+            let inner = match anchor(key) {
+                Anchor::Global(k) if global => k,
+                Anchor::Condition(k) if !global => k,
+                _ => continue,
+            };
+            let Some(actual) = resource.and_then(|r| r.get(inner)) else {
+                return Err(mismatch(global, format!("no {inner:?} in the resource")));
+            };
+            // A condition whose value adds fields is satisfied by adding them.
+            if let Value::Object(nested) = pattern
+                && resolve_add_if_absent(nested, actual.as_object()) > 0
+            {
+                continue;
+            }
+            if !holds(Some(actual), pattern) {
+                return Err(mismatch(global, format!("anchor {key} did not match")));
+            }
+        }
+    }
+    for (key, pattern) in map.iter_mut() {
+        if let Anchor::Plain(k) = anchor(key) {
+            resolve_anchors(pattern, resource.and_then(|r| r.get(k)))?;
+        }
+    }
+    Ok(())
+}
+
+fn mismatch(global: bool, why: String) -> Mismatch {
+    if global {
+        Mismatch::Global(format!("global {why}"))
+    } else {
+        Mismatch::Condition
+    }
+}
+
+/// A list element with anchors is tried against every resource element: each
+/// one it holds for gets a plain copy naming that element (so the merge
+/// patches it), and the anchored element itself is removed later. A global
+/// anchor in an element holds when any resource element satisfies it.
+fn resolve_list(items: &mut Vec<Value>, resource: Option<&Vec<Value>>) -> Result<(), Mismatch> {
+    let mut named = Vec::new();
+    for item in items.iter() {
+        if !has_anchor(item, &any_anchor) {
+            continue;
+        }
+        let global = has_anchor(item, &global_anchor);
+        let mut any_global_held = false;
+        let mut last_global = None;
+        let mut candidate = item.clone();
+        match resource {
+            Some(elements) => {
+                for element in elements {
+                    match resolve_anchors(&mut candidate, Some(element)) {
+                        Err(Mismatch::Condition) => {}
+                        Err(Mismatch::Global(why)) => last_global = Some(why),
+                        Ok(()) if global => any_global_held = true,
+                        Ok(()) => named.extend(plain_copy_for(&candidate, element)),
+                    }
+                }
+            }
+            None => match resolve_anchors(&mut candidate, None) {
+                Err(Mismatch::Condition) => continue,
+                Err(global) => return Err(global),
+                Ok(()) => any_global_held = global,
+            },
+        }
+        if !any_global_held && let Some(why) = last_global {
+            return Err(Mismatch::Global(why));
+        }
+    }
+    items.extend(named);
+    Ok(())
+}
+
+/// The patch for one resource element a conditional list element held for:
+/// the element without its anchor-only parts, naming the resource element.
+/// Elements without a name cannot be addressed by the merge and are left.
+fn plain_copy_for(candidate: &Value, element: &Value) -> Option<Value> {
+    let name = element.get("name").filter(|n| !is_empty(n))?.clone();
+    let mut copy = candidate.clone();
+    let map = copy.as_object_mut()?;
+    if remove_anchors_in_map(map) {
+        return None;
+    }
+    map.insert("name".to_string(), name);
+    Some(copy)
+}
+
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        _ => false,
+    }
+}
+
+/// The last step of resolving: anchor keys and list elements with anchors
+/// leave the patch; what is left is plain.
+fn remove_anchor_parts(map: &mut Map<String, Value>) {
+    let keys: Vec<String> = map.keys().cloned().collect();
+    for key in keys {
+        let drop_scalar = is_condition(&key);
+        if let Some(value) = map.get_mut(&key)
+            && remove_anchors(value, drop_scalar)
+        {
+            map.remove(&key);
+        }
+    }
+}
+
+/// Removes anchors below `node`; `true` when `node` itself should go (it was
+/// only anchors, or is a scalar under a condition key).
+fn remove_anchors(node: &mut Value, drop_scalar: bool) -> bool {
+    match node {
+        Value::Object(map) => remove_anchors_in_map(map),
+        Value::Array(items) => {
+            let was_empty = items.is_empty();
+            items.retain_mut(|item| {
+                if has_anchor(item, &any_anchor) {
+                    return false;
+                }
+                !remove_anchors(item, false)
+            });
+            items.is_empty() && !was_empty
+        }
+        _ => drop_scalar,
+    }
+}
+
+/// Conditions with scalar values go; conditions on objects lose their
+/// anchor and keep what they patch inside. `true` when the map ends empty
+/// having had something removed (a map that was `{}` in the patch stays).
+fn remove_anchors_in_map(map: &mut Map<String, Value>) -> bool {
+    let was_empty = map.is_empty();
+    let conditions: Vec<String> = map.keys().filter(|k| is_condition(k)).cloned().collect();
+    for key in conditions {
+        let Some(mut value) = map.remove(&key) else {
+            continue;
+        };
+        if !remove_anchors(&mut value, true)
+            && let Anchor::Condition(plain) | Anchor::Global(plain) = anchor(&key)
+        {
+            map.insert(plain.to_string(), value);
+        }
+    }
+    let keys: Vec<String> = map.keys().cloned().collect();
+    for key in keys {
+        if let Some(value) = map.get_mut(&key)
+            && remove_anchors(value, false)
+        {
+            map.remove(&key);
+        }
+    }
+    map.is_empty() && !was_empty
 }
 
 fn merge_value(
@@ -87,10 +329,17 @@ fn merge_value(
             if !resource.is_object() {
                 *resource = Value::Object(Map::new());
             }
-            let Some(target) = resource.as_object_mut() else {
-                return Err(Skip::Condition);
-            };
-            merge_object(target, patch_map, late)
+            if let Some(target) = resource.as_object_mut() {
+                for (key, value) in patch_map {
+                    if value.is_null() {
+                        target.remove(key);
+                        continue;
+                    }
+                    let child = target.entry(key.clone()).or_insert(Value::Null);
+                    merge_value(child, value, key, late)?;
+                }
+            }
+            Ok(())
         }
         Value::Array(items) => merge_list(resource, items, field, late),
         Value::String(text) if super::variables::mentions_at(text) => {
@@ -104,112 +353,48 @@ fn merge_value(
     }
 }
 
-fn merge_object(
-    target: &mut Map<String, Value>,
-    patch: &Map<String, Value>,
-    late: LateSubstitution,
-) -> Result<(), Skip> {
-    // All conditions first: an object is patched only when every one holds.
-    for (key, pattern) in patch {
-        match anchor(key) {
-            Anchor::Condition(k) if !holds(target.get(k), pattern) => return Err(Skip::Condition),
-            Anchor::Global(k) if !holds(target.get(k), pattern) => {
-                return Err(Skip::Global(format!("global anchor <({k}) did not match")));
-            }
-            _ => {}
-        }
-    }
-    for (key, value) in patch {
-        match anchor(key) {
-            Anchor::Condition(k) | Anchor::Global(k) => {
-                // A condition whose value is an object may carry nested
-                // patches for that object.
-                if value.is_object()
-                    && let Some(child) = target.get_mut(k)
-                {
-                    merge_value(child, &without_conditions(value), k, late)?;
-                }
-            }
-            Anchor::AddIfAbsent(k) => {
-                if !target.contains_key(k) {
-                    target.insert(k.to_string(), strip_anchors(value));
-                }
-            }
-            Anchor::Plain(k) => {
-                if value.is_null() {
-                    target.remove(k);
-                    continue;
-                }
-                let child = target.entry(k.to_string()).or_insert(Value::Null);
-                let was_absent = child.is_null();
-                match merge_value(child, value, k, late) {
-                    Ok(()) => {}
-                    Err(Skip::Condition) => {
-                        if was_absent {
-                            target.remove(k);
-                        }
-                    }
-                    Err(global) => return Err(global),
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
+/// Lists with a merge key merge element by element, new elements going in
+/// front (Kyverno merges with the list prepend option); other lists are
+/// replaced.
 fn merge_list(
     resource: &mut Value,
     items: &[Value],
     field: &str,
     late: LateSubstitution,
 ) -> Result<(), Skip> {
-    let has_anchors = items.iter().any(|i| {
-        i.as_object()
-            .is_some_and(|o| o.keys().any(|k| !matches!(anchor(k), Anchor::Plain(_))))
-    });
-    let key = merge_key(field);
-    if !resource.is_array() || (!has_anchors && key.is_none()) {
-        if !has_anchors {
-            *resource = Value::Array(items.iter().map(strip_anchors).collect());
-        } else if !resource.is_array() {
-            *resource = Value::Array(Vec::new());
+    let Some(key) = merge_key(field) else {
+        let mut replaced = Vec::with_capacity(items.len());
+        for item in items {
+            let mut value = Value::Null;
+            merge_value(&mut value, item, "", late)?;
+            replaced.push(value);
         }
-        if key.is_none() && !has_anchors {
-            return Ok(());
-        }
+        *resource = Value::Array(replaced);
+        return Ok(());
+    };
+    if !resource.is_array() {
+        *resource = Value::Array(Vec::new());
     }
     let Some(list) = resource.as_array_mut() else {
         return Ok(());
     };
+    let mut added = Vec::new();
     for item in items {
-        let anchored = item
-            .as_object()
-            .is_some_and(|o| o.keys().any(|k| !matches!(anchor(k), Anchor::Plain(_))));
-        if anchored {
-            // Applied to every existing element whose conditions hold.
-            for element in list.iter_mut() {
-                let mut candidate = element.clone();
-                match merge_value(&mut candidate, item, field, late) {
-                    Ok(()) => *element = candidate,
-                    Err(Skip::Failed(why)) => return Err(Skip::Failed(why)),
-                    Err(_) => {}
-                }
-            }
-            continue;
-        }
-        let item_key = key.and_then(|k| item.get(k));
-        let existing = item_key.and_then(|wanted| {
-            list.iter_mut()
-                .find(|e| key.and_then(|k| e.get(k)) == Some(wanted))
-        });
+        let existing = item
+            .get(key)
+            .and_then(|wanted| list.iter_mut().find(|e| e.get(key) == Some(wanted)));
         match existing {
-            Some(element) => {
-                if let Err(Skip::Failed(why)) = merge_value(element, item, field, late) {
-                    return Err(Skip::Failed(why));
-                }
+            Some(element) => merge_value(element, item, field, late)?,
+            None => {
+                let mut value = Value::Null;
+                merge_value(&mut value, item, field, late)?;
+                added.push(value);
             }
-            None => list.push(strip_anchors(item)),
         }
+    }
+    if !added.is_empty() {
+        added.append(list);
+        *list = added;
     }
     Ok(())
 }
@@ -243,35 +428,6 @@ fn holds(actual: Option<&Value>, pattern: &Value) -> bool {
     }
 }
 
-fn without_conditions(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| matches!(anchor(k), Anchor::Plain(_) | Anchor::AddIfAbsent(_)))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
-fn strip_anchors(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter_map(|(k, v)| match anchor(k) {
-                    Anchor::Plain(k) | Anchor::AddIfAbsent(k) => {
-                        Some((k.to_string(), strip_anchors(v)))
-                    }
-                    _ => None,
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(strip_anchors).collect()),
-        other => other.clone(),
-    }
-}
-
 /// Parses `patchesJson6902` (YAML or JSON text of RFC 6902 operations).
 pub fn parse_json6902(text: &str) -> Result<json_patch::Patch, String> {
     let value: Value =
@@ -279,24 +435,126 @@ pub fn parse_json6902(text: &str) -> Result<json_patch::Patch, String> {
     serde_json::from_value(value).map_err(|e| format!("is not a list of RFC 6902 operations: {e}"))
 }
 
-/// Applies RFC 6902 operations with Kyverno's reading of `replace`: it adds
-/// the value when the path does not exist yet.
+/// Applies RFC 6902 operations as Kyverno does: `add` creates missing
+/// parents (a list where the next step is `-` or an index, an object
+/// otherwise), `remove` of a missing path does nothing, negative indices
+/// count from the end, and `replace` of a missing path adds it.
 pub fn apply_json6902(resource: &mut Value, patch: &json_patch::Patch) -> Result<(), String> {
+    use json_patch::PatchOperation::{Add, Remove, Replace};
     for operation in &patch.0 {
-        let operation = match operation {
-            json_patch::PatchOperation::Replace(replace)
-                if resource.pointer(replace.path.as_str()).is_none() =>
-            {
-                json_patch::PatchOperation::Add(json_patch::AddOperation {
-                    path: replace.path.clone(),
-                    value: replace.value.clone(),
-                })
+        let mut operation = operation.clone();
+        match &mut operation {
+            Add(add) => {
+                add.path = resolved_pointer(resource, &add.path);
+                ensure_parents(resource, add.path.as_str());
             }
-            other => other.clone(),
-        };
+            Remove(remove) => {
+                remove.path = resolved_pointer(resource, &remove.path);
+                if resource.pointer(remove.path.as_str()).is_none() {
+                    continue;
+                }
+            }
+            Replace(replace) => {
+                replace.path = resolved_pointer(resource, &replace.path);
+                if resource.pointer(replace.path.as_str()).is_none() {
+                    ensure_parents(resource, replace.path.as_str());
+                    operation = Add(json_patch::AddOperation {
+                        path: replace.path.clone(),
+                        value: replace.value.clone(),
+                    });
+                }
+            }
+            _ => {}
+        }
         json_patch::patch(resource, std::slice::from_ref(&operation)).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+fn pointer_segments(path: &str) -> Vec<String> {
+    path.split('/')
+        .skip(1)
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect()
+}
+
+fn pointer_from(segments: &[String]) -> String {
+    segments
+        .iter()
+        .map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+/// The path with negative list indices turned into positions from the end.
+fn resolved_pointer(
+    resource: &Value,
+    original: &json_patch::jsonptr::PointerBuf,
+) -> json_patch::jsonptr::PointerBuf {
+    let path = original.as_str();
+    let mut segments = pointer_segments(path);
+    let mut node = Some(resource);
+    for segment in segments.iter_mut() {
+        if let (Some(Value::Array(items)), Ok(index)) = (node, segment.parse::<i64>())
+            && index < 0
+            && let Some(position) = (items.len() as i64).checked_add(index)
+            && position >= 0
+        {
+            *segment = position.to_string();
+        }
+        node = node.and_then(|n| match n {
+            Value::Object(map) => map.get(segment.as_str()),
+            Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => None,
+        });
+    }
+    json_patch::jsonptr::PointerBuf::parse(&pointer_from(&segments))
+        .unwrap_or_else(|_| original.clone())
+}
+
+/// Creates the missing parents of `path`'s last step.
+fn ensure_parents(resource: &mut Value, path: &str) {
+    let segments = pointer_segments(path);
+    let Some((_, parents)) = segments.split_last() else {
+        return;
+    };
+    let mut node = resource;
+    for (i, segment) in parents.iter().enumerate() {
+        let next_is_index = segments
+            .get(i + 1)
+            .is_some_and(|n| n == "-" || n.parse::<usize>().is_ok());
+        let fresh = || {
+            if next_is_index {
+                Value::Array(Vec::new())
+            } else {
+                Value::Object(Map::new())
+            }
+        };
+        node = match node {
+            Value::Object(map) => {
+                let child = map.entry(segment.clone()).or_insert_with(fresh);
+                if child.is_null() {
+                    *child = fresh();
+                }
+                child
+            }
+            Value::Array(items) => {
+                let index = if segment == "-" {
+                    items.push(fresh());
+                    items.len() - 1
+                } else {
+                    match segment.parse::<usize>() {
+                        Ok(i) if i < items.len() => i,
+                        _ => return,
+                    }
+                };
+                match items.get_mut(index) {
+                    Some(child) => child,
+                    None => return,
+                }
+            }
+            _ => return,
+        };
+    }
 }
 
 #[cfg(test)]
@@ -332,7 +590,8 @@ mod tests {
         );
         assert_eq!(
             out["spec"]["containers"],
-            json!([{"name":"a","image":"x","env":[{"name":"E","value":"1"},{"name":"F","value":"2"}]},{"name":"b","image":"y"},{"name":"c","image":"z"}])
+            json!([{"name":"c","image":"z"},{"name":"a","image":"x","env":[{"name":"F","value":"2"},{"name":"E","value":"1"}]},{"name":"b","image":"y"}]),
+            "new elements go in front, as Kyverno merges"
         );
         let (_, out) = smp(
             json!({"spec":{"args":["a"]}}),
@@ -385,7 +644,12 @@ mod tests {
             json!({"metadata":{"labels":{"x":"y"},"annotations":{"a":"b"}}})
         );
         assert!(parse_json6902("op: add").unwrap_err().contains("RFC 6902"));
+        let before = pod.clone();
         let remove_missing = parse_json6902(r#"[{"op":"remove","path":"/nope"}]"#).unwrap();
-        assert!(apply_json6902(&mut pod, &remove_missing).is_err());
+        apply_json6902(&mut pod, &remove_missing).unwrap();
+        assert_eq!(
+            pod, before,
+            "removing a missing path is not an error, and changes nothing"
+        );
     }
 }

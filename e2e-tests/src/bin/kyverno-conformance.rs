@@ -1,0 +1,178 @@
+//! `make kyverno-conformance KYVERNO_TESTS=DIR`: runs every Kyverno CLI test
+//! under DIR through the policy (see `policy_host::conformance`), and through
+//! kwctl too when it is on PATH. One line per result, then a summary.
+//!
+//! Usage: kyverno-conformance POLICY.wasm DIR [ANNOTATED.wasm]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Result, bail};
+use policy_host::PolicyModule;
+use policy_host::conformance::{Outcome, Step, find_tests, run_test, session_yaml};
+use serde_json::{Value, json};
+
+/// Runs one step through kwctl (a ClusterAdmissionPolicy manifest granting the
+/// kinds the step read, its host calls replayed) and compares the patch.
+fn kwctl_step(annotated: &Path, work: &Path, step: &Step) -> Result<(), String> {
+    let mut granted: Vec<Value> = vec![json!({"apiVersion": "v1", "kind": "Node"})];
+    for (_, payload, _) in &step.exchanges {
+        let resource = json!({"apiVersion": payload["api_version"], "kind": payload["kind"]});
+        if !granted.contains(&resource) {
+            granted.push(resource);
+        }
+    }
+    let manifest = json!({
+        "apiVersion": "policies.kubewarden.io/v1",
+        "kind": "ClusterAdmissionPolicy",
+        "metadata": {"name": "conformance"},
+        "spec": {
+            "module": format!("file://{}", annotated.display()),
+            "mutating": true,
+            "rules": [{"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE"]}],
+            "settings": step.settings,
+            "contextAwareResources": granted,
+        }
+    });
+    let write = |name: &str, text: String| -> Result<PathBuf, String> {
+        let path = work.join(name);
+        std::fs::write(&path, text).map_err(|e| e.to_string())?;
+        Ok(path)
+    };
+    let manifest = write("policy.yaml", manifest.to_string())?;
+    let request = write("request.json", step.request.to_string())?;
+    let session = write("session.yml", session_yaml(&step.exchanges))?;
+    let output = Command::new("kwctl")
+        .env("RUST_BACKTRACE", "0")
+        .args([
+            "run",
+            "--allow-context-aware",
+            "--replay-host-capabilities-interactions",
+        ])
+        .arg(&session)
+        .arg("--request-path")
+        .arg(&request)
+        .arg(&manifest)
+        .output()
+        .map_err(|e| format!("kwctl: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let response: Value = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .ok_or_else(|| {
+            format!(
+                "kwctl printed no response: {}",
+                String::from_utf8_lossy(&output.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+            )
+        })?;
+    let patch = match response["patch"].as_str() {
+        Some(encoded) => {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .map_err(|e| e.to_string())?;
+            Some(serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string())?)
+        }
+        None => None,
+    };
+    let (mut got, mut want) = (
+        step.request["object"].clone(),
+        step.request["object"].clone(),
+    );
+    for (target, p) in [(&mut got, &patch), (&mut want, &step.patch)] {
+        if let Some(p) = p {
+            let ops: json_patch::Patch =
+                serde_json::from_value(p.clone()).map_err(|e| e.to_string())?;
+            json_patch::patch(target, &ops).map_err(|e| e.to_string())?;
+        }
+    }
+    if response["allowed"] != json!(true) {
+        return Err(format!(
+            "kwctl: not allowed: {}",
+            response["status"]["message"]
+        ));
+    }
+    if got != want {
+        return Err("kwctl's patch differs from the wasm host's".to_string());
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [wasm, dir, rest @ ..] = args.as_slice() else {
+        bail!("usage: kyverno-conformance POLICY.wasm DIR [ANNOTATED.wasm]");
+    };
+    let module = PolicyModule::load(Path::new(wasm))?;
+    let annotated = rest.first().map(PathBuf::from).filter(|p| p.exists());
+    let work = std::env::temp_dir().join(format!("kyverno-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let kwctl_available = annotated.is_some()
+        && Command::new("kwctl")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    let check =
+        |step: &Step| kwctl_step(annotated.as_deref().unwrap_or(Path::new("")), &work, step);
+    let kwctl: Option<&dyn Fn(&Step) -> Result<(), String>> =
+        if kwctl_available { Some(&check) } else { None };
+    println!(
+        "kwctl: {}",
+        if kwctl_available {
+            "every step also runs through kwctl"
+        } else {
+            "SKIPPED (kwctl or the annotated module not available)"
+        }
+    );
+
+    let root = Path::new(dir);
+    let (mut pass, mut fail, mut refused, mut skipped, mut kwctl_diff) = (0, 0, 0, 0, 0);
+    for test in find_tests(root) {
+        let shown = test
+            .strip_prefix(root)
+            .unwrap_or(&test)
+            .display()
+            .to_string();
+        let lines = match run_test(&module, &test, kwctl) {
+            Ok(lines) => lines,
+            Err(e) => {
+                println!("skipped  {shown}: {e:#}");
+                continue;
+            }
+        };
+        for line in lines {
+            let what = format!("{shown} {}/{} {}", line.policy, line.rule, line.resource);
+            match &line.outcome {
+                Outcome::Pass => {
+                    pass += 1;
+                    println!("pass     {what}");
+                }
+                Outcome::Fail(path) => {
+                    fail += 1;
+                    println!("FAIL     {what}: differs at {path}");
+                }
+                Outcome::Refused(why) => {
+                    refused += 1;
+                    println!("refused  {what}: {why}");
+                }
+                Outcome::Skipped(why) => {
+                    skipped += 1;
+                    println!("skipped  {what}: {why}");
+                }
+            }
+            if let Some(Err(e)) = &line.kwctl {
+                kwctl_diff += 1;
+                println!("  kwctl  {what}: {e}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    println!(
+        "summary: {pass} pass, {fail} fail, {refused} refused, {skipped} skipped; kwctl disagreed on {kwctl_diff}"
+    );
+    Ok(())
+}

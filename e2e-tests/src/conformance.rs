@@ -1,0 +1,700 @@
+//! Runs Kyverno CLI tests (`kyverno-test.yaml`, `cli.kyverno.io/v1alpha1`
+//! `Test`) through the policy: every mutate result of a `kyverno.io`
+//! ClusterPolicy/Policy, with the policy document as the settings, as
+//! Kyverno's CLI does (all policies of a test applied in file order, each on
+//! the previous one's output). Values files answer the host calls the rules
+//! make (Namespaces for `namespaceSelector`, ConfigMaps for `configMap`
+//! context entries).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::capabilities::{Capabilities, InMemoryCluster};
+use crate::policy::PolicyModule;
+
+/// What became of one result of a test.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Pass,
+    /// The first path where the policy's output and the expected resource differ.
+    Fail(String),
+    /// `validate_settings` refused the policy, or the request was rejected.
+    Refused(String),
+    Skipped(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct ResultLine {
+    pub test: PathBuf,
+    pub policy: String,
+    pub rule: String,
+    pub resource: String,
+    pub outcome: Outcome,
+    /// What kwctl made of the same steps, when it ran.
+    pub kwctl: Option<Result<(), String>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct TestFile {
+    #[serde(default)]
+    policies: Vec<String>,
+    #[serde(default)]
+    resources: Vec<String>,
+    #[serde(default)]
+    variables: Option<String>,
+    #[serde(default)]
+    results: Vec<TestResult>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TestResult {
+    policy: String,
+    #[serde(default)]
+    rule: String,
+    #[serde(default)]
+    resources: Vec<String>,
+    #[serde(default)]
+    resource: Option<String>,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    patched_resource: Option<String>,
+    #[serde(default)]
+    patched_resources: Option<String>,
+    #[serde(default)]
+    result: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Values {
+    #[serde(default)]
+    policies: Vec<PolicyValues>,
+    #[serde(default)]
+    global_values: BTreeMap<String, Value>,
+    #[serde(default)]
+    namespace_selector: Vec<NamespaceLabels>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PolicyValues {
+    name: String,
+    #[serde(default)]
+    rules: Vec<RuleValues>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RuleValues {
+    name: String,
+    #[serde(default)]
+    values: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct NamespaceLabels {
+    name: String,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+}
+
+/// Every `kyverno-test.yaml` under `root`, sorted.
+pub fn find_tests(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|n| n == "kyverno-test.yaml") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn read_documents(path: &Path) -> Result<Vec<Value>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut docs = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let value: Value = serde_yaml::with::singleton_map_recursive::deserialize(doc)
+            .with_context(|| format!("parsing {}", path.display()))?;
+        match value {
+            Value::Null => {}
+            Value::Object(ref map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
+                docs.extend(
+                    map.get("items")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+            }
+            other => docs.push(other),
+        }
+    }
+    Ok(docs)
+}
+
+/// Kinds without a namespace; every other object gets `default` when its
+/// file names none, as the API server gives it one on creation (Kyverno's CLI
+/// does the same for the resources and the expected results).
+const CLUSTER_SCOPED: [&str; 16] = [
+    "Namespace",
+    "Node",
+    "PersistentVolume",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "StorageClass",
+    "CustomResourceDefinition",
+    "PriorityClass",
+    "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration",
+    "ClusterPolicy",
+    "IngressClass",
+    "RuntimeClass",
+    "CSIDriver",
+    "APIService",
+    "ClusterIssuer",
+];
+
+fn with_default_namespace(mut object: Value) -> Value {
+    let namespaced = !CLUSTER_SCOPED.contains(&kind_of(&object));
+    if namespaced
+        && namespace_of(&object).is_empty()
+        && let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        metadata.insert("namespace".to_string(), json!("default"));
+    }
+    object
+}
+
+fn name_of(object: &Value) -> &str {
+    object["metadata"]["name"].as_str().unwrap_or_default()
+}
+
+fn namespace_of(object: &Value) -> &str {
+    object["metadata"]["namespace"].as_str().unwrap_or_default()
+}
+
+fn kind_of(object: &Value) -> &str {
+    object["kind"].as_str().unwrap_or_default()
+}
+
+/// Kyverno's result `kind` may be `Kind` or `group/version/Kind`.
+fn short_kind(kind: &str) -> &str {
+    kind.rsplit('/').next().unwrap_or(kind)
+}
+
+/// A result names a resource as `name` or `namespace/name`.
+fn find_resource<'a>(objects: &'a [Value], kind: &str, reference: &str) -> Option<&'a Value> {
+    let (namespace, name) = match reference.split_once('/') {
+        Some((ns, name)) => (Some(ns), name),
+        None => (None, reference),
+    };
+    objects.iter().find(|o| {
+        name_of(o) == name
+            && (kind.is_empty() || kind_of(o) == short_kind(kind))
+            && namespace.is_none_or(|ns| namespace_of(o) == ns)
+    })
+}
+
+fn is_kyverno_policy(doc: &Value) -> bool {
+    let api = doc["apiVersion"].as_str().unwrap_or_default();
+    api.starts_with("kyverno.io/") && matches!(kind_of(doc), "ClusterPolicy" | "Policy")
+}
+
+fn rule_of<'a>(policy: &'a Value, rule: &str) -> Option<&'a Value> {
+    policy["spec"]["rules"]
+        .as_array()?
+        .iter()
+        .find(|r| r["name"].as_str() == Some(rule))
+}
+
+fn plural(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    if lower.ends_with('s') || lower.ends_with('x') {
+        format!("{lower}es")
+    } else if let Some(stem) = lower.strip_suffix('y') {
+        format!("{stem}ies")
+    } else {
+        format!("{lower}s")
+    }
+}
+
+/// The admission request the API server would send for creating `object`.
+pub fn create_request(object: &Value, namespace: Option<&str>) -> Value {
+    let api_version = object["apiVersion"].as_str().unwrap_or("v1");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let kind = kind_of(object);
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let mut request = json!({
+        "uid": "kyverno-conformance",
+        "kind": gvk,
+        "requestKind": gvk,
+        "resource": {"group": group, "version": version, "resource": plural(kind)},
+        "name": name_of(object),
+        "operation": "CREATE",
+        "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]},
+        "object": object,
+        "oldObject": null,
+        "dryRun": false,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+    });
+    let namespace = namespace.unwrap_or_else(|| namespace_of(object));
+    if !namespace.is_empty() {
+        request["namespace"] = json!(namespace);
+    }
+    request
+}
+
+/// Kyverno's `Tidy`: nulls, empty maps and empty lists removed, recursively.
+pub fn tidy(value: &Value) -> Option<Value> {
+    match value {
+        Value::Null => None,
+        Value::Object(map) => {
+            let out: Map<String, Value> = map
+                .iter()
+                .filter_map(|(k, v)| tidy(v).map(|v| (k.clone(), v)))
+                .collect();
+            (!out.is_empty()).then_some(Value::Object(out))
+        }
+        Value::Array(items) => {
+            let out: Vec<Value> = items.iter().filter_map(tidy).collect();
+            (!out.is_empty()).then_some(Value::Array(out))
+        }
+        other => Some(other.clone()),
+    }
+}
+
+/// The first path where `actual` and `expected` differ, `None` when equal.
+pub fn first_difference(actual: &Value, expected: &Value, path: &str) -> Option<String> {
+    match (actual, expected) {
+        (Value::Object(a), Value::Object(e)) => {
+            let mut keys: Vec<&String> = a.keys().chain(e.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().find_map(|k| {
+                let p = format!("{path}/{}", k.replace('~', "~0").replace('/', "~1"));
+                match (a.get(k), e.get(k)) {
+                    (Some(x), Some(y)) => first_difference(x, y, &p),
+                    (Some(_), None) => Some(format!("{p} (added by the policy, not expected)")),
+                    _ => Some(format!("{p} (expected, missing)")),
+                }
+            })
+        }
+        (Value::Array(a), Value::Array(e)) => {
+            if a.len() != e.len() {
+                return Some(format!(
+                    "{path} ({} elements, expected {})",
+                    a.len(),
+                    e.len()
+                ));
+            }
+            a.iter()
+                .zip(e)
+                .enumerate()
+                .find_map(|(i, (x, y))| first_difference(x, y, &format!("{path}/{i}")))
+        }
+        _ if actual == expected => None,
+        _ => Some(format!("{path} ({actual} , expected {expected})")),
+    }
+}
+
+/// Kyverno's CLI comparison (both sides tidied, then equal), and on top of it
+/// a check Kyverno's tidy would miss: a list element the policy added that
+/// tidies away (`{"hostPath": {}}` in a volume list) still fails.
+pub fn compare(actual: &Value, expected: &Value) -> Option<String> {
+    let (a, e) = (tidy(actual), tidy(expected));
+    let (a, e) = (a.unwrap_or(Value::Null), e.unwrap_or(Value::Null));
+    first_difference(&a, &e, "").or_else(|| hidden_elements(actual, expected, ""))
+}
+
+fn hidden_elements(actual: &Value, expected: &Value, path: &str) -> Option<String> {
+    match (actual, expected) {
+        (Value::Object(a), Value::Object(e)) => a.iter().find_map(|(k, v)| {
+            hidden_elements(v, e.get(k).unwrap_or(&Value::Null), &format!("{path}/{k}"))
+        }),
+        (Value::Array(a), e) => {
+            let e = e.as_array().map_or(&[][..], Vec::as_slice);
+            if a.len() > e.len() {
+                return Some(format!(
+                    "{path} ({} elements, expected {}: an empty element was added)",
+                    a.len(),
+                    e.len()
+                ));
+            }
+            a.iter()
+                .zip(e)
+                .enumerate()
+                .find_map(|(i, (x, y))| hidden_elements(x, y, &format!("{path}/{i}")))
+        }
+        _ => None,
+    }
+}
+
+/// Host answers for a test: Namespaces from the values file's
+/// `namespaceSelector`, ConfigMaps built from the values of `configMap`
+/// context entries. Every call and its answer is kept, to replay in kwctl.
+pub struct TestCluster {
+    cluster: InMemoryCluster,
+    pub exchanges: Mutex<Vec<(String, Value, Result<String, String>)>>,
+}
+
+impl Capabilities for TestCluster {
+    fn answer(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, String> {
+        let answer = self.cluster.answer(binding, namespace, operation, payload);
+        if let Ok(mut exchanges) = self.exchanges.lock() {
+            exchanges.push((
+                operation.to_string(),
+                serde_json::from_slice(payload).unwrap_or(Value::Null),
+                answer
+                    .clone()
+                    .map(|a| String::from_utf8_lossy(&a).into_owned()),
+            ));
+        }
+        answer
+    }
+}
+
+fn set_path(target: &mut Value, path: &[&str], value: Value) {
+    let Some((first, rest)) = path.split_first() else {
+        *target = value;
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    if let Some(map) = target.as_object_mut() {
+        let child = map.entry(first.to_string()).or_insert(Value::Null);
+        set_path(child, rest, value);
+    }
+}
+
+fn test_cluster(values: &Values, policies: &[Value]) -> TestCluster {
+    let mut cluster = InMemoryCluster::default();
+    for ns in &values.namespace_selector {
+        cluster = cluster.with(json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": ns.name, "labels": ns.labels},
+        }));
+    }
+    for policy in policies {
+        let Some(rules) = policy["spec"]["rules"].as_array() else {
+            continue;
+        };
+        for rule in rules {
+            let rule_values = values
+                .policies
+                .iter()
+                .filter(|p| p.name == name_of(policy))
+                .flat_map(|p| &p.rules)
+                .filter(|r| Some(r.name.as_str()) == rule["name"].as_str())
+                .flat_map(|r| &r.values);
+            let rule_values: Vec<(&String, &Value)> = rule_values.collect();
+            for entry in rule["context"].as_array().into_iter().flatten() {
+                let (Some(name), Some(cm)) = (entry["name"].as_str(), entry.get("configMap"))
+                else {
+                    continue;
+                };
+                let mut object = json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": cm["name"], "namespace": cm["namespace"]},
+                });
+                for (key, value) in &rule_values {
+                    if let Some(rest) = key.strip_prefix(&format!("{name}.")) {
+                        let path: Vec<&str> = rest.split('.').collect();
+                        set_path(&mut object, &path, (*value).clone());
+                    }
+                }
+                cluster = cluster.with(object);
+            }
+        }
+    }
+    TestCluster {
+        cluster,
+        exchanges: Mutex::default(),
+    }
+}
+
+/// One application of one policy to one object, as the steps kwctl replays.
+pub struct Step {
+    pub settings: Value,
+    pub request: Value,
+    pub exchanges: Vec<(String, Value, Result<String, String>)>,
+    pub patch: Option<Value>,
+}
+
+/// Applies every policy of the test, in order, to `object`.
+fn apply_all(
+    module: &PolicyModule,
+    policies: &[Value],
+    object: &Value,
+    namespace: Option<&str>,
+    cluster: &Arc<TestCluster>,
+) -> Result<(Value, Vec<Step>), Outcome> {
+    let mut current = object.clone();
+    let mut steps = Vec::new();
+    for policy in policies {
+        let settings = policy.clone();
+        let verdict = module
+            .validate_settings(&settings)
+            .map_err(|e| Outcome::Refused(format!("validate_settings trapped: {e:#}")))?;
+        if !verdict.valid {
+            return Err(Outcome::Refused(format!(
+                "policy {:?}: {}",
+                name_of(policy),
+                verdict.message.unwrap_or_default()
+            )));
+        }
+        let request = create_request(&current, namespace);
+        if let Ok(mut exchanges) = cluster.exchanges.lock() {
+            exchanges.clear();
+        }
+        let evaluation = module
+            .evaluate(&request, &settings, cluster.clone())
+            .map_err(|e| Outcome::Refused(format!("evaluation failed: {e:#}")))?;
+        if !evaluation.accepted {
+            return Err(Outcome::Refused(format!(
+                "policy {:?} rejected the request: {}",
+                name_of(policy),
+                evaluation.message.unwrap_or_default()
+            )));
+        }
+        if let Some(patch) = &evaluation.patch {
+            let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+                .map_err(|e| Outcome::Refused(format!("the policy's patch: {e}")))?;
+            json_patch::patch(&mut current, &ops)
+                .map_err(|e| Outcome::Refused(format!("the policy's patch does not apply: {e}")))?;
+        }
+        steps.push(Step {
+            settings,
+            request,
+            exchanges: cluster
+                .exchanges
+                .lock()
+                .map(|e| e.clone())
+                .unwrap_or_default(),
+            patch: evaluation.patch,
+        });
+    }
+    Ok((current, steps))
+}
+
+/// Runs one test file; `kwctl` checks every step against real kwctl too.
+pub fn run_test(
+    module: &PolicyModule,
+    test: &Path,
+    kwctl: Option<&dyn Fn(&Step) -> Result<(), String>>,
+) -> Result<Vec<ResultLine>> {
+    let dir = test.parent().ok_or_else(|| anyhow!("no directory"))?;
+    let text = std::fs::read_to_string(test)?;
+    let spec: TestFile = serde_yaml::from_str(&text).context("not a Kyverno CLI test")?;
+    let mut policies = Vec::new();
+    for p in &spec.policies {
+        policies.extend(read_documents(&dir.join(p))?);
+    }
+    let mut resources = Vec::new();
+    for r in &spec.resources {
+        resources.extend(
+            read_documents(&dir.join(r))?
+                .into_iter()
+                .map(with_default_namespace),
+        );
+    }
+    let values: Values = match &spec.variables {
+        Some(v) => {
+            serde_yaml::from_str(&std::fs::read_to_string(dir.join(v))?).context("values file")?
+        }
+        None => Values::default(),
+    };
+    let kyverno_policies: Vec<Value> = policies
+        .iter()
+        .filter(|p| is_kyverno_policy(p))
+        .cloned()
+        .collect();
+    let cluster = Arc::new(test_cluster(&values, &kyverno_policies));
+    let request_namespace = values
+        .global_values
+        .get("request.namespace")
+        .or_else(|| {
+            values
+                .policies
+                .iter()
+                .flat_map(|p| &p.rules)
+                .find_map(|r| r.values.get("request.namespace"))
+        })
+        .and_then(Value::as_str);
+
+    let mut lines = Vec::new();
+    for result in &spec.results {
+        let names: Vec<&String> = result.resources.iter().chain(&result.resource).collect();
+        let patched = result
+            .patched_resources
+            .as_ref()
+            .or(result.patched_resource.as_ref());
+        let policy = policies.iter().find(|p| name_of(p) == result.policy);
+        let is_mutate = policy
+            .and_then(|p| rule_of(p, &result.rule))
+            .is_some_and(|r| r.get("mutate").is_some())
+            || patched.is_some();
+        if !is_mutate {
+            continue;
+        }
+        for name in names {
+            let mut line = ResultLine {
+                test: test.to_path_buf(),
+                policy: result.policy.clone(),
+                rule: result.rule.clone(),
+                resource: format!("{}/{name}", short_kind(&result.kind)),
+                outcome: Outcome::Pass,
+                kwctl: None,
+            };
+            line.outcome = (|| {
+                let Some(policy) = policy else {
+                    return Outcome::Skipped(format!("policy {:?} not in the test", result.policy));
+                };
+                if !is_kyverno_policy(policy) {
+                    return Outcome::Skipped(format!(
+                        "{} {} is not a kyverno.io ClusterPolicy/Policy",
+                        policy["apiVersion"].as_str().unwrap_or("?"),
+                        kind_of(policy)
+                    ));
+                }
+                let Some(object) = find_resource(&resources, &result.kind, name) else {
+                    return Outcome::Skipped(format!("resource {name} not in the test"));
+                };
+                let expected = match patched {
+                    Some(file) => match read_documents(&dir.join(file)) {
+                        Ok(docs) => match find_resource(
+                            &docs
+                                .into_iter()
+                                .map(with_default_namespace)
+                                .collect::<Vec<_>>(),
+                            &result.kind,
+                            name,
+                        ) {
+                            Some(doc) => doc.clone(),
+                            None => {
+                                return Outcome::Skipped(format!("{name} not in {file}"));
+                            }
+                        },
+                        Err(e) => return Outcome::Skipped(format!("{e:#}")),
+                    },
+                    // A skip without a patched resource: the object must come out as it went in.
+                    None if result.result == "skip" => object.clone(),
+                    None => return Outcome::Skipped("no patchedResource to compare".into()),
+                };
+                match apply_all(
+                    module,
+                    &kyverno_policies,
+                    object,
+                    request_namespace,
+                    &cluster,
+                ) {
+                    Err(outcome) => outcome,
+                    Ok((actual, steps)) => {
+                        if let Some(check) = kwctl {
+                            line.kwctl = Some(steps.iter().try_for_each(check));
+                        }
+                        match compare(&actual, &expected) {
+                            None => Outcome::Pass,
+                            Some(path) => Outcome::Fail(path),
+                        }
+                    }
+                }
+            })();
+            lines.push(line);
+        }
+    }
+    if lines.is_empty() && spec.results.iter().any(|r| r.patched_resource.is_some()) {
+        bail!("no result could be read");
+    }
+    Ok(lines)
+}
+
+/// A kwctl session file replaying a step's host calls.
+pub fn session_yaml(exchanges: &[(String, Value, Result<String, String>)]) -> String {
+    let mut out = String::new();
+    for (operation, payload, answer) in exchanges {
+        let tag = match operation.as_str() {
+            "get_resource" => "KubernetesGetResource",
+            "list_resources_all" => "KubernetesListResourceAll",
+            "list_resources_by_namespace" => "KubernetesListResourceNamespace",
+            other => other,
+        };
+        let fields = serde_yaml::to_string(payload).unwrap_or_default();
+        let request: String = fields.lines().map(|l| format!("    {l}\n")).collect();
+        out.push_str(&format!(
+            "- type: Exchange\n  request: |\n    !{tag}\n{request}"
+        ));
+        match answer {
+            Ok(payload) => out.push_str(&format!(
+                "  response:\n    type: Success\n    payload: {}\n",
+                serde_json::to_string(payload).unwrap_or_default()
+            )),
+            Err(message) => out.push_str(&format!(
+                "  response:\n    type: Error\n    message: {}\n",
+                serde_json::to_string(message).unwrap_or_default()
+            )),
+        }
+    }
+    if out.is_empty() {
+        "[]\n".to_string()
+    } else {
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tidy_compare_is_kyvernos_but_an_empty_added_element_still_fails() {
+        let expected = json!({"spec": {"volumes": [{"name": "a"}], "x": {}}});
+        assert_eq!(
+            compare(&json!({"spec": {"volumes": [{"name": "a"}]}}), &expected),
+            None
+        );
+        let added = json!({"spec": {"volumes": [{"name": "a"}, {"hostPath": {}}]}});
+        assert!(compare(&added, &expected).is_some_and(|p| p.starts_with("/spec/volumes")));
+        let wrong = json!({"spec": {"volumes": [{"name": "b"}]}});
+        assert_eq!(
+            compare(&wrong, &expected).as_deref(),
+            Some("/spec/volumes/0/name (\"b\" , expected \"a\")")
+        );
+        let extra =
+            json!({"spec": {"volumes": [{"name": "a"}]}, "metadata": {"labels": {"k": "v"}}});
+        assert!(compare(&extra, &expected).is_some_and(|p| p.contains("added by the policy")));
+    }
+
+    #[test]
+    fn requests_name_the_resource_and_namespace() {
+        let object = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns"}});
+        let request = create_request(&object, None);
+        assert_eq!(request["resource"]["resource"], "deployments");
+        assert_eq!(request["kind"]["group"], "apps");
+        assert_eq!(request["namespace"], "ns");
+        assert_eq!(plural("NetworkPolicy"), "networkpolicies");
+        assert_eq!(plural("Ingress"), "ingresses");
+    }
+}
