@@ -362,9 +362,17 @@ impl Scope {
         }
     }
 
-    /// Replaces `request.object`.
+    /// Replaces `request.object`, and `images` with the object's images.
     fn set_object(&mut self, object: &Value) {
         let Some(vars) = self.vars() else { return };
+        match super::images::images(object) {
+            Some(images) => {
+                vars.insert("images".to_string(), jmes::to_var(&images));
+            }
+            None => {
+                vars.remove("images");
+            }
+        }
         let Some(request) = vars.get_mut("request") else {
             return;
         };

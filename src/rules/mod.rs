@@ -4,6 +4,7 @@
 pub mod conditions;
 pub mod engine;
 pub mod field_paths;
+pub mod images;
 pub mod jmes;
 pub mod kyverno_functions;
 pub mod matching;
