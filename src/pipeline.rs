@@ -205,14 +205,41 @@ impl<'a> Pipeline<'a> {
             ignored: format!("rule {:?} not applied: {message}", rule.name),
             message: format!("rule {:?}: {message}", rule.name),
         })?;
+        // Autogen: a Pod rule runs over a controller's Pod template, as a Pod.
+        let template =
+            rules::autogen::template_pointer(&inputs.facts.kind, &self.plan.autogen.controllers)
+                .filter(|_| inputs.facts.sub_resource.is_empty());
+        let pod_facts;
+        let view;
+        let (facts, subject) = match template {
+            Some(pointer) => {
+                pod_facts = RequestFacts {
+                    group: String::new(),
+                    version: "v1".to_string(),
+                    kind: "Pod".to_string(),
+                    ..inputs.facts.clone()
+                };
+                view = rules::autogen::view(object, pointer);
+                (&pod_facts, &view)
+            }
+            None => (&inputs.facts, &*object),
+        };
         let engine = Engine {
             resource_kinds: &self.plan.resource_kinds,
             functions: &inputs.functions,
-            facts: &inputs.facts,
+            facts,
         };
-        match engine.apply(rule, &inputs.request, object, cluster) {
+        match engine.apply(rule, &inputs.request, subject, cluster) {
             Ok(RuleResult::Skipped) => Ok((false, Vec::new())),
-            Ok(RuleResult::Applied(mut mutated)) => {
+            Ok(RuleResult::Applied(mutated)) => {
+                let mut mutated = match template {
+                    Some(pointer) => {
+                        let mut whole = object.clone();
+                        rules::autogen::write_back(&mut whole, pointer, mutated);
+                        whole
+                    }
+                    None => mutated,
+                };
                 let warnings = mutation::guard_metadata(object, &mut mutated);
                 let changed = mutated != *object;
                 *object = mutated;

@@ -470,12 +470,19 @@ impl Settings {
         if checks == Checks::Full {
             check_conflicts(&copy)?;
         }
+        let autogen = if crate::rules::autogen::eligible(&rules) {
+            document.autogen
+        } else {
+            Autogen {
+                controllers: Vec::new(),
+            }
+        };
         Ok(PolicyPlan {
             copy,
             rules,
             resource_kinds: self.resource_kinds,
             failure_policy,
-            autogen: document.autogen,
+            autogen,
             on_preset_keys: self.on_preset_keys,
         })
     }

@@ -9,7 +9,10 @@ fn pod_spec(object: &Value) -> Option<&Value> {
     match object.get("kind").and_then(Value::as_str) {
         Some("Pod") => object.get("spec"),
         Some("CronJob") => object.pointer("/spec/jobTemplate/spec/template/spec"),
-        _ => object.pointer("/spec/template/spec"),
+        // A controller, or autogen's view of its template (`autogen.rs`).
+        _ => object
+            .pointer("/spec/template/spec")
+            .or_else(|| object.get("spec").filter(|s| s.get("containers").is_some())),
     }
 }
 

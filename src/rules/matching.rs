@@ -9,7 +9,7 @@ use crate::cluster::{CachedCluster, Read};
 use crate::glob::wildcard;
 
 /// What matching needs to know about a request, read once from its JSON.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct RequestFacts {
     pub operation: String,
     pub group: String,

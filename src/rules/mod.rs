@@ -1,6 +1,7 @@
 //! Kyverno-equivalent rules (kyverno.io/v1 `spec.rules`), evaluated at
 //! admission: load-time checks here, evaluation in [`engine`].
 
+pub mod autogen;
 pub mod conditions;
 pub mod engine;
 pub mod field_paths;

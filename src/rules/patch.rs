@@ -445,19 +445,20 @@ pub fn apply_json6902(resource: &mut Value, patch: &json_patch::Patch) -> Result
         let mut operation = operation.clone();
         match &mut operation {
             Add(add) => {
-                add.path = resolved_pointer(resource, &add.path);
                 ensure_parents(resource, add.path.as_str());
+                add.path = resolved_pointer(resource, &add.path, true);
             }
             Remove(remove) => {
-                remove.path = resolved_pointer(resource, &remove.path);
+                remove.path = resolved_pointer(resource, &remove.path, false);
                 if resource.pointer(remove.path.as_str()).is_none() {
                     continue;
                 }
             }
             Replace(replace) => {
-                replace.path = resolved_pointer(resource, &replace.path);
+                replace.path = resolved_pointer(resource, &replace.path, false);
                 if resource.pointer(replace.path.as_str()).is_none() {
                     ensure_parents(resource, replace.path.as_str());
+                    replace.path = resolved_pointer(resource, &replace.path, true);
                     operation = Add(json_patch::AddOperation {
                         path: replace.path.clone(),
                         value: replace.value.clone(),
@@ -485,18 +486,23 @@ fn pointer_from(segments: &[String]) -> String {
         .collect()
 }
 
-/// The path with negative list indices turned into positions from the end.
+/// The path with negative list indices turned into positions from the end:
+/// `-1` is the last element, except as the last step of an insertion, where
+/// it is the end of the list (after the last element).
 fn resolved_pointer(
     resource: &Value,
     original: &json_patch::jsonptr::PointerBuf,
+    insert: bool,
 ) -> json_patch::jsonptr::PointerBuf {
     let path = original.as_str();
     let mut segments = pointer_segments(path);
+    let last = segments.len().saturating_sub(1);
     let mut node = Some(resource);
-    for segment in segments.iter_mut() {
+    for (i, segment) in segments.iter_mut().enumerate() {
+        let extra = i64::from(insert && i == last);
         if let (Some(Value::Array(items)), Ok(index)) = (node, segment.parse::<i64>())
             && index < 0
-            && let Some(position) = (items.len() as i64).checked_add(index)
+            && let Some(position) = (items.len() as i64 + extra).checked_add(index)
             && position >= 0
         {
             *segment = position.to_string();
@@ -521,7 +527,7 @@ fn ensure_parents(resource: &mut Value, path: &str) {
     for (i, segment) in parents.iter().enumerate() {
         let next_is_index = segments
             .get(i + 1)
-            .is_some_and(|n| n == "-" || n.parse::<usize>().is_ok());
+            .is_some_and(|n| n == "-" || n.parse::<i64>().is_ok());
         let fresh = || {
             if next_is_index {
                 Value::Array(Vec::new())
@@ -538,14 +544,19 @@ fn ensure_parents(resource: &mut Value, path: &str) {
                 child
             }
             Value::Array(items) => {
-                let index = if segment == "-" {
-                    items.push(fresh());
-                    items.len() - 1
-                } else {
-                    match segment.parse::<usize>() {
-                        Ok(i) if i < items.len() => i,
-                        _ => return,
+                let len = items.len() as i64;
+                let index = match segment.parse::<i64>() {
+                    Ok(i) if (0..len).contains(&i) => i,
+                    Ok(i) if i < 0 && len + i >= 0 => len + i,
+                    // `-` or `-1` past an empty list: a new last element.
+                    Ok(-1) | Err(_) if segment == "-" || segment == "-1" => {
+                        items.push(fresh());
+                        len
                     }
+                    _ => return,
+                };
+                let Ok(index) = usize::try_from(index) else {
+                    return;
                 };
                 match items.get_mut(index) {
                     Some(child) => child,
@@ -644,6 +655,21 @@ mod tests {
             json!({"metadata":{"labels":{"x":"y"},"annotations":{"a":"b"}}})
         );
         assert!(parse_json6902("op: add").unwrap_err().contains("RFC 6902"));
+        let mut affinity = json!({"spec": {}});
+        let nested =
+            parse_json6902("- op: add\n  path: /spec/terms/-1/expressions/-1\n  value: {key: k}\n")
+                .unwrap();
+        apply_json6902(&mut affinity, &nested).unwrap();
+        assert_eq!(
+            affinity,
+            json!({"spec": {"terms": [{"expressions": [{"key": "k"}]}]}})
+        );
+        apply_json6902(&mut affinity, &nested).unwrap();
+        assert_eq!(
+            affinity,
+            json!({"spec": {"terms": [{"expressions": [{"key": "k"}, {"key": "k"}]}]}}),
+            "-1 names the last element on the way, the end of the list at the end"
+        );
         let before = pod.clone();
         let remove_missing = parse_json6902(r#"[{"op":"remove","path":"/nope"}]"#).unwrap();
         apply_json6902(&mut pod, &remove_missing).unwrap();
