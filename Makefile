@@ -9,7 +9,7 @@ BASELINE_BUILD := $(TARGET_DIR)/$(WASM_TARGET)/release/baseline_policy.wasm
 SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
-.PHONY: all demo test fmt-check lint unit-tests e2e-tests bats bench fuzz clean wasm-target
+.PHONY: all demo test fmt-check lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance
 
 all: policy.wasm
 
@@ -46,6 +46,13 @@ unit-tests:
 e2e-tests: policy.wasm
 	POLICY_WASM=$(CURDIR)/policy.wasm $(CARGO) test --locked -p policy-host --profile host
 	./e2e-tests/run-bats.sh
+
+# Kyverno CLI tests (kyverno-test.yaml files under KYVERNO_TESTS) through
+# policy.wasm, and through kwctl too when it is installed.
+kyverno-conformance: policy.wasm
+	@test -n "$(KYVERNO_TESTS)" || { echo "usage: make kyverno-conformance KYVERNO_TESTS=<directory of Kyverno CLI tests>"; exit 2; }
+	@if command -v kwctl >/dev/null; then $(MAKE) --no-print-directory annotated-policy.wasm; fi
+	$(HOST) kyverno-conformance -- policy.wasm "$(KYVERNO_TESTS)" "$(CURDIR)/annotated-policy.wasm"
 
 # A fuzzing campaign (needs `cargo install cargo-fuzz`). FUZZ_RUNS inputs.
 FUZZ_RUNS ?= 1000000

@@ -591,7 +591,9 @@ pub fn run_test(
                             &result.kind,
                             name,
                         ) {
-                            Some(doc) => doc.clone(),
+                            Some(doc) => Some(doc.clone()),
+                            // `result: fail` may name a file without the resource.
+                            None if result.result == "fail" => None,
                             None => {
                                 return Outcome::Skipped(format!("{name} not in {file}"));
                             }
@@ -599,7 +601,7 @@ pub fn run_test(
                         Err(e) => return Outcome::Skipped(format!("{e:#}")),
                     },
                     // A skip without a patched resource: the object must come out as it went in.
-                    None if result.result == "skip" => object.clone(),
+                    None if result.result == "skip" => Some(object.clone()),
                     None => return Outcome::Skipped("no patchedResource to compare".into()),
                 };
                 match apply_all(
@@ -614,9 +616,17 @@ pub fn run_test(
                         if let Some(check) = kwctl {
                             line.kwctl = Some(steps.iter().try_for_each(check));
                         }
-                        match compare(&actual, &expected) {
-                            None => Outcome::Pass,
-                            Some(path) => Outcome::Fail(path),
+                        // `result: fail`: the test expects the output to differ.
+                        let difference = expected.as_ref().map_or_else(
+                            || Some("the expected file does not hold it".to_string()),
+                            |expected| compare(&actual, expected),
+                        );
+                        match (difference, result.result == "fail") {
+                            (None, false) | (Some(_), true) => Outcome::Pass,
+                            (Some(path), false) => Outcome::Fail(path),
+                            (None, true) => Outcome::Fail(
+                                "equals the resource the test expects it to differ from".into(),
+                            ),
                         }
                     }
                 }
