@@ -179,3 +179,19 @@ run_case() {
 @test "kyverno_image_mirror_at_sign: {{@}} with regex_replace_all, and nested foreach" {
   run_case kyverno_image_mirror_at_sign
 }
+
+@test "kyverno_conditional_anchor_false_writes_nothing: a conditional anchor requiring \"true\" leaves a Deployment annotated \"false\" alone" {
+  run_case kyverno_conditional_anchor_false_writes_nothing
+}
+
+@test "kyverno_conditional_anchor_true_injects: the same policy injects the sidecar where the annotation is \"true\"" {
+  run_case kyverno_conditional_anchor_true_injects
+}
+
+@test "kyverno_global_anchor_in_list_adds_no_volume: a global anchor inside a volumes element adds no nameless volume" {
+  run_case kyverno_global_anchor_in_list_adds_no_volume
+}
+
+@test "kyverno_global_anchor_not_held_skips_the_rule: the same rule on a Pod without a hostPath volume writes nothing" {
+  run_case kyverno_global_anchor_not_held_skips_the_rule
+}
