@@ -10,11 +10,16 @@ use serde_json::Value;
 use super::field_paths;
 use crate::glob::wildcard;
 
-/// Longest expression accepted: the parser and interpreter recurse, and a
-/// trap in wasm must not be reachable from settings.
-pub const MAX_EXPRESSION_LEN: usize = 1024;
-/// Deepest bracket nesting accepted, for the same reason.
+/// Longest expression accepted, far beyond what real policies write (one of
+/// Kyverno's own tests passes 1024).
+pub const MAX_EXPRESSION_LEN: usize = 8192;
+/// Deepest bracket nesting accepted: the parser and interpreter recurse, and
+/// a trap in wasm must not be reachable from settings.
 pub const MAX_EXPRESSION_NESTING: usize = 32;
+/// Most operators (`.`, `|`, `[`, `||`, `&&`, `!`, comparisons) outside
+/// literals: a chain of them parses into a tree as deep as it is long, so
+/// this bounds the recursion where length alone does not.
+pub const MAX_EXPRESSION_OPERATORS: usize = 256;
 
 /// The Kyverno functions this policy provides beside JMESPath's own.
 pub const KYVERNO_FUNCTIONS: &[&str] = &[
@@ -479,9 +484,31 @@ pub fn check_bounds(expression: &str) -> Result<(), String> {
         return Err(format!("is longer than {MAX_EXPRESSION_LEN} characters"));
     }
     let mut depth = 0usize;
-    // Brackets are ASCII: bytes are enough, and cheaper than chars in wasm.
+    let mut operators = 0usize;
+    let mut quote: Option<u8> = None;
+    let mut escaped = false;
+    // Brackets, operators and quotes are ASCII: bytes are enough, and
+    // cheaper than chars in wasm.
     for byte in expression.bytes() {
+        if let Some(open) = quote {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                _ if byte == open => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        if matches!(byte, b'.' | b'|' | b'[' | b'&' | b'!' | b'<' | b'>' | b'=') {
+            operators += 1;
+            if operators > MAX_EXPRESSION_OPERATORS {
+                return Err(format!(
+                    "has more than {MAX_EXPRESSION_OPERATORS} operators; split it into context variables"
+                ));
+            }
+        }
         match byte {
+            b'\'' | b'`' | b'"' => quote = Some(byte),
             b'(' | b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_EXPRESSION_NESTING {
@@ -711,9 +738,19 @@ mod tests {
                 .contains("deeper than 32")
         );
         assert!(
-            check(&runtime(), &"a".repeat(2000))
+            check(&runtime(), &"a".repeat(9000))
                 .unwrap_err()
-                .contains("longer than 1024")
+                .contains("longer than 8192")
+        );
+        assert!(
+            check(&runtime(), &format!("a{}", ".a".repeat(300)))
+                .unwrap_err()
+                .contains("more than 256 operators")
+        );
+        let long_literal = format!("'{}' || a", "x.y|z".repeat(1000));
+        assert!(
+            check(&runtime(), &long_literal).is_ok(),
+            "literals do not count"
         );
         assert!(check(&runtime(), "a.[").is_err());
         let msg = check(&runtime(), "foo[?x509_decode(b)].x").unwrap_err();
