@@ -152,8 +152,12 @@ run_case() {
   run_case kyverno_rules_do_not_touch_pods
 }
 
-@test "kyverno_mutate_existing_refused: mutate.targets needs a background controller" {
+@test "kyverno_mutate_existing_refused: mutate.targets on anything but the Pod being bound needs a background controller" {
   run_case kyverno_mutate_existing_refused
+}
+
+@test "kyverno_add_node_labels_pod: Kyverno's add-node-labels-pod sample runs as a mutation of the Binding" {
+  run_case kyverno_add_node_labels_pod
 }
 
 @test "kyverno_host_apicall_list_with_label_selector: an apiCall on a collection becomes list_resources_by_namespace with the labelSelector; items come back as {items}" {

@@ -36,7 +36,7 @@ pub fn eligible(rules: &[RuleSpec]) -> bool {
     names_pods
 }
 
-fn descriptions(spec: &MatchSpec) -> impl Iterator<Item = &ResourceDescription> {
+pub fn descriptions(spec: &MatchSpec) -> impl Iterator<Item = &ResourceDescription> {
     spec.any
         .iter()
         .chain(spec.all.iter())

@@ -71,6 +71,67 @@ pub fn request_data(
     Some((jmespath::Variable::Object(fields), object))
 }
 
+/// Kyverno's "mutate existing" way of labelling Pods from their Node: a rule
+/// on `Pod/binding` whose one target is the very Pod being bound. Its
+/// metadata rides on the Binding, which the API server copies onto the Pod,
+/// so it runs here, synchronously, as a mutation of the Binding.
+fn check_bound_pod_target(rule: &RuleSpec, targets: &[spec::TargetSpec]) -> Result<(), String> {
+    let compact = |text: &Option<String>| -> String {
+        text.as_deref()
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect()
+    };
+    let only_binding = rule.match_.as_deref().is_some_and(|m| {
+        let mut kinds = autogen::descriptions(m)
+            .flat_map(|r| r.kinds.iter())
+            .peekable();
+        kinds.peek().is_some() && kinds.all(|k| k == "Pod/binding")
+    });
+    let [target] = targets else {
+        return Err(
+            "the one target honoured at admission is the Pod being bound (a single target)"
+                .to_string(),
+        );
+    };
+    let the_bound_pod = only_binding
+        && target.api_version.as_deref() == Some("v1")
+        && target.kind.as_deref() == Some("Pod")
+        && compact(&target.name) == "{{request.object.metadata.name}}"
+        && compact(&target.namespace) == "{{request.object.metadata.namespace}}"
+        && target.uid.is_none()
+        && target.selector.is_none()
+        && target.context.is_none()
+        && target.preconditions.is_none();
+    if !the_bound_pod {
+        return Err("the one target honoured at admission is the Pod being bound: match only `Pod/binding` and target apiVersion v1, kind Pod, name \"{{ request.object.metadata.name }}\", namespace \"{{ request.object.metadata.namespace }}\"".to_string());
+    }
+    let Some(mutate) = rule.mutate.as_deref() else {
+        return Ok(());
+    };
+    let metadata_only = |patch: &serde_json::Value| {
+        patch.as_object().is_some_and(|top| {
+            top.iter().all(|(key, value)| {
+                key == "metadata"
+                    && value
+                        .as_object()
+                        .is_some_and(|m| m.keys().all(|k| k == "labels" || k == "annotations"))
+            })
+        })
+    };
+    if mutate.foreach.is_some()
+        || mutate.patches_json6902.is_some()
+        || !mutate
+            .patch_strategic_merge
+            .as_ref()
+            .is_some_and(metadata_only)
+    {
+        return Err("for the Pod being bound, only a patchStrategicMerge of metadata.labels and metadata.annotations can ride on the Binding".to_string());
+    }
+    Ok(())
+}
+
 /// At most this many rules: one evaluation's work stays bounded.
 pub const MAX_RULES: usize = 200;
 
@@ -144,16 +205,16 @@ pub fn check(rules: &[RuleSpec], kinds: &[ResourceKind]) -> Result<(), String> {
                 at("mutate")
             ));
         };
-        if mutate.targets.is_some() || mutate.mutate_existing_on_policy_update.is_some() {
-            let field = if mutate.targets.is_some() {
-                "mutate.targets"
-            } else {
-                "mutate.mutateExistingOnPolicyUpdate"
-            };
+        let background = "mutating existing resources needs a background controller; an admission policy can only change the object under admission";
+        if mutate.mutate_existing_on_policy_update.is_some() {
             return Err(format!(
-                "{}: mutating existing resources needs a background controller; an admission policy can only change the object under admission",
-                at(field)
+                "{}: {background}",
+                at("mutate.mutateExistingOnPolicyUpdate")
             ));
+        }
+        if let Some(targets) = &mutate.targets {
+            check_bound_pod_target(rule, targets)
+                .map_err(|why| format!("{}: {background}; {why}", at("mutate.targets")))?;
         }
         if mutate.patch_strategic_merge.is_none()
             && mutate.patches_json6902.is_none()

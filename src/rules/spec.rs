@@ -212,9 +212,32 @@ pub struct MutateSpec {
     #[serde(default)]
     pub foreach: Option<Vec<ForeachSpec>>,
     #[serde(default)]
-    pub targets: Option<IgnoredAny>,
+    pub targets: Option<Vec<TargetSpec>>,
     #[serde(default)]
     pub mutate_existing_on_policy_update: Option<IgnoredAny>,
+}
+
+/// A `mutate.targets` entry (Kyverno's "mutate existing"). The only one an
+/// admission policy honours is the Pod being bound, see `rules::check`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TargetSpec {
+    #[serde(default)]
+    pub api_version: Option<String>,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub uid: Option<IgnoredAny>,
+    #[serde(default)]
+    pub selector: Option<IgnoredAny>,
+    #[serde(default)]
+    pub context: Option<IgnoredAny>,
+    #[serde(default)]
+    pub preconditions: Option<IgnoredAny>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
