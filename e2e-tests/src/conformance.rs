@@ -453,6 +453,11 @@ fn apply_all(
     let mut current = object.clone();
     let mut steps = Vec::new();
     for policy in policies {
+        // A namespaced Policy applies only in its own namespace (the
+        // deployment's namespaceSelector does that job for a Kubewarden policy).
+        if kind_of(policy) == "Policy" && namespace_of(policy) != namespace_of(&current) {
+            continue;
+        }
         let settings = policy.clone();
         let verdict = module
             .validate_settings(&settings)
@@ -550,7 +555,11 @@ pub fn run_test(
             .patched_resources
             .as_ref()
             .or(result.patched_resource.as_ref());
-        let policy = policies.iter().find(|p| name_of(p) == result.policy);
+        // `namespace/name` names a namespaced Policy.
+        let policy = policies.iter().find(|p| {
+            name_of(p) == result.policy
+                || format!("{}/{}", namespace_of(p), name_of(p)) == result.policy
+        });
         let is_mutate = policy
             .and_then(|p| rule_of(p, &result.rule))
             .is_some_and(|r| r.get("mutate").is_some())
