@@ -442,15 +442,20 @@ pub struct Step {
     pub patch: Option<Value>,
 }
 
-/// Applies every policy of the test, in order, to `object`.
+/// Applies the policies of the test, in order, to `object`, up to and
+/// including `last` (Kyverno's CLI checks a result against the output of its
+/// own policy, applied to what the policies before it made).
 fn apply_all(
     module: &PolicyModule,
     policies: &[Value],
+    last: &Value,
     object: &Value,
+    only_rule: Option<&str>,
     namespace: Option<&str>,
     cluster: &Arc<TestCluster>,
-) -> Result<(Value, Vec<Step>), Outcome> {
+) -> Result<(Value, Vec<Step>, Value), Outcome> {
     let mut current = object.clone();
+    let mut before_last = object.clone();
     let mut steps = Vec::new();
     for policy in policies {
         // A namespaced Policy applies only in its own namespace (the
@@ -458,7 +463,19 @@ fn apply_all(
         if kind_of(policy) == "Policy" && namespace_of(policy) != namespace_of(&current) {
             continue;
         }
-        let settings = policy.clone();
+        let mut settings = policy.clone();
+        if policy == last {
+            before_last = current.clone();
+            // A rule's own effect: the policy with that rule alone.
+            if let (Some(rule), Some(rules)) = (
+                only_rule,
+                settings
+                    .pointer_mut("/spec/rules")
+                    .and_then(Value::as_array_mut),
+            ) {
+                rules.retain(|r| r["name"].as_str() == Some(rule));
+            }
+        }
         let verdict = module
             .validate_settings(&settings)
             .map_err(|e| Outcome::Refused(format!("validate_settings trapped: {e:#}")))?;
@@ -499,8 +516,11 @@ fn apply_all(
                 .unwrap_or_default(),
             patch: evaluation.patch,
         });
+        if policy == last {
+            break;
+        }
     }
-    Ok((current, steps))
+    Ok((current, steps, before_last))
 }
 
 /// Runs one test file; `kwctl` checks every step against real kwctl too.
@@ -609,19 +629,24 @@ pub fn run_test(
                         },
                         Err(e) => return Outcome::Skipped(format!("{e:#}")),
                     },
-                    // A skip without a patched resource: the object must come out as it went in.
-                    None if result.result == "skip" => Some(object.clone()),
+                    // A skip without a patched resource: the rule alone must
+                    // leave what its policy received as it was (below).
+                    None if result.result == "skip" => None,
                     None => return Outcome::Skipped("no patchedResource to compare".into()),
                 };
+                let rule_skipped = patched.is_none();
                 match apply_all(
                     module,
                     &kyverno_policies,
+                    policy,
                     object,
+                    rule_skipped.then_some(result.rule.as_str()),
                     request_namespace,
                     &cluster,
                 ) {
                     Err(outcome) => outcome,
-                    Ok((actual, steps)) => {
+                    Ok((actual, steps, before)) => {
+                        let expected = if rule_skipped { Some(before) } else { expected };
                         if let Some(check) = kwctl {
                             line.kwctl = Some(steps.iter().try_for_each(check));
                         }
