@@ -347,9 +347,15 @@ fn hidden_elements(actual: &Value, expected: &Value, path: &str) -> Option<Strin
 /// Host answers for a test: Namespaces from the values file's
 /// `namespaceSelector`, ConfigMaps built from the values of `configMap`
 /// context entries. Every call and its answer is kept, to replay in kwctl.
+/// One host call as made and answered: operation, request, answer or error.
+pub type Exchange = (String, Value, Result<String, String>);
+
+/// Checks one step against another host (kwctl).
+pub type StepCheck<'a> = &'a dyn Fn(&Step) -> Result<(), String>;
+
 pub struct TestCluster {
     cluster: InMemoryCluster,
-    pub exchanges: Mutex<Vec<(String, Value, Result<String, String>)>>,
+    pub exchanges: Mutex<Vec<Exchange>>,
 }
 
 impl Capabilities for TestCluster {
@@ -438,7 +444,7 @@ fn test_cluster(values: &Values, policies: &[Value]) -> TestCluster {
 pub struct Step {
     pub settings: Value,
     pub request: Value,
-    pub exchanges: Vec<(String, Value, Result<String, String>)>,
+    pub exchanges: Vec<Exchange>,
     pub patch: Option<Value>,
 }
 
@@ -527,7 +533,7 @@ fn apply_all(
 pub fn run_test(
     module: &PolicyModule,
     test: &Path,
-    kwctl: Option<&dyn Fn(&Step) -> Result<(), String>>,
+    kwctl: Option<StepCheck>,
 ) -> Result<Vec<ResultLine>> {
     let dir = test.parent().ok_or_else(|| anyhow!("no directory"))?;
     let text = std::fs::read_to_string(test)?;
@@ -675,7 +681,7 @@ pub fn run_test(
 }
 
 /// A kwctl session file replaying a step's host calls.
-pub fn session_yaml(exchanges: &[(String, Value, Result<String, String>)]) -> String {
+pub fn session_yaml(exchanges: &[Exchange]) -> String {
     let mut out = String::new();
     for (operation, payload, answer) in exchanges {
         let tag = match operation.as_str() {

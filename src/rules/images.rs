@@ -77,20 +77,19 @@ pub fn image_info(image: &str) -> Option<Value> {
         Some(digest) => format!("{registry}/{path}@{digest}"),
         None => with_tag.clone(),
     };
-    let mut info = json!({
-        "registry": registry,
-        "path": path,
-        "name": name,
-        "reference": reference,
-        "referenceWithTag": with_tag,
-    });
+    let mut info = Map::new();
+    info.insert("registry".into(), json!(registry));
+    info.insert("path".into(), json!(path));
+    info.insert("name".into(), json!(name));
+    info.insert("reference".into(), json!(reference));
+    info.insert("referenceWithTag".into(), json!(with_tag));
     if let Some(tag) = tag {
-        info["tag"] = json!(tag);
+        info.insert("tag".into(), json!(tag));
     }
     if let Some(digest) = digest {
-        info["digest"] = json!(digest);
+        info.insert("digest".into(), json!(digest));
     }
-    Some(info)
+    Some(Value::Object(info))
 }
 
 #[cfg(test)]

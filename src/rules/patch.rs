@@ -513,7 +513,7 @@ fn resolved_pointer(
             _ => None,
         });
     }
-    json_patch::jsonptr::PointerBuf::parse(&pointer_from(&segments))
+    json_patch::jsonptr::PointerBuf::parse(pointer_from(&segments))
         .unwrap_or_else(|_| original.clone())
 }
 

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use anyhow::{Result, bail};
 use policy_host::PolicyModule;
-use policy_host::conformance::{Outcome, Step, find_tests, run_test, session_yaml};
+use policy_host::conformance::{Outcome, Step, StepCheck, find_tests, run_test, session_yaml};
 use serde_json::{Value, json};
 
 /// Runs one step through kwctl (a ClusterAdmissionPolicy manifest granting the
@@ -118,8 +118,7 @@ fn main() -> Result<()> {
             .is_ok_and(|o| o.status.success());
     let check =
         |step: &Step| kwctl_step(annotated.as_deref().unwrap_or(Path::new("")), &work, step);
-    let kwctl: Option<&dyn Fn(&Step) -> Result<(), String>> =
-        if kwctl_available { Some(&check) } else { None };
+    let kwctl: Option<StepCheck> = if kwctl_available { Some(&check) } else { None };
     println!(
         "kwctl: {}",
         if kwctl_available {
