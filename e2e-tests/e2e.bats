@@ -199,3 +199,11 @@ run_case() {
 @test "kyverno_global_anchor_not_held_skips_the_rule: the same rule on a Pod without a hostPath volume writes nothing" {
   run_case kyverno_global_anchor_not_held_skips_the_rule
 }
+
+@test "kyverno_autogen_deployment_template: a Pod rule also mutates a Deployment's Pod template (autogen)" {
+  run_case kyverno_autogen_deployment_template
+}
+
+@test "kyverno_autogen_none: autogen-controllers none leaves the Deployment alone" {
+  run_case kyverno_autogen_none
+}

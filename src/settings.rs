@@ -961,4 +961,79 @@ mod tests {
         assert!(!plan.copy[1].names_prefix_of("topology.kubernetes.io/zone"));
         assert!(!plan.copy[2].names_prefix_of("topology.kubernetes.io/zone"));
     }
+
+    fn pod_rule() -> &'static str {
+        r#"{"name":"r","match":{"any":[{"resources":{"kinds":["Pod"]}}]},"mutate":{"patchStrategicMerge":{"metadata":{"labels":{"a":"b"}}}}}"#
+    }
+
+    fn document(metadata: &str, spec_extra: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"kyverno.io/v1","kind":"ClusterPolicy","metadata":{metadata},"spec":{{"background":false,{spec_extra}"rules":[{}]}}}}"#,
+            pod_rule()
+        )
+    }
+
+    #[test]
+    fn a_whole_policy_document_is_settings() {
+        let plan = load_str(&document(r#"{"name":"p","uid":"x"}"#, "")).unwrap();
+        assert_eq!(plan.rules.len(), 1);
+        assert!(
+            plan.copy.is_empty(),
+            "a pasted policy acts through its rules alone"
+        );
+        assert_eq!(plan.failure_policy, FailurePolicy::Ignore);
+        assert_eq!(plan.autogen, Autogen::default());
+        let plan = load_str(&document("{}", r#""failurePolicy":"Fail","#)).unwrap();
+        assert_eq!(plan.failure_policy, FailurePolicy::Fail);
+    }
+
+    #[test]
+    fn the_autogen_annotation_chooses_the_controllers() {
+        let annotated = |value: &str| {
+            document(
+                &format!(
+                    r#"{{"annotations":{{"pod-policies.kyverno.io/autogen-controllers":"{value}"}}}}"#
+                ),
+                "",
+            )
+        };
+        assert!(
+            load_str(&annotated("none"))
+                .unwrap()
+                .autogen
+                .controllers
+                .is_empty()
+        );
+        assert_eq!(
+            load_str(&annotated("Deployment, CronJob"))
+                .unwrap()
+                .autogen
+                .controllers,
+            ["Deployment", "CronJob"]
+        );
+        let msg = refused(&annotated("Deployment,Pod"));
+        assert!(msg.contains("\"Pod\" is not a Pod controller"), "{msg}");
+        // A rule on other kinds turns autogen off for the whole policy, as in Kyverno.
+        let mixed = r#"{"rules":[{"name":"a","match":{"any":[{"resources":{"kinds":["Pod"]}}]},"mutate":{"patchStrategicMerge":{}}},{"name":"b","match":{"any":[{"resources":{"kinds":["Service"]}}]},"mutate":{"patchStrategicMerge":{}}}]}"#;
+        assert!(load_str(mixed).unwrap().autogen.controllers.is_empty());
+    }
+
+    #[test]
+    fn pasted_documents_are_checked() {
+        let msg = refused(&document("{}", "").replace("kyverno.io/v1", "policies.kyverno.io/v1"));
+        assert!(msg.starts_with("settings.apiVersion:"), "{msg}");
+        let msg = refused(&document("{}", "").replace("ClusterPolicy", "MutatingPolicy"));
+        assert!(msg.starts_with("settings.kind:"), "{msg}");
+        let both = document("{}", "").replacen('{', &format!("{{\"rules\":[{}],", pod_rule()), 1);
+        assert!(refused(&both).contains("alternatives"));
+        let contradiction = document("{}", r#""failurePolicy":"Fail","#).replacen(
+            '{',
+            r#"{"failurePolicy":"Ignore","#,
+            1,
+        );
+        assert!(refused(&contradiction).starts_with("settings.failurePolicy: contradicts"));
+        assert!(refused(&document("{}", r#""applyRules":"One","#)).contains("applyRules"));
+        assert!(refused(r#"{"metadata":{}}"#).starts_with("settings.metadata:"));
+        assert!(refused(&document("{}", r#""typo":1,"#)).contains("settings.spec.typo"));
+    }
 }
