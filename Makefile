@@ -6,10 +6,11 @@ WASM_TARGET := wasm32-wasip1
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 POLICY_BUILD := $(TARGET_DIR)/$(WASM_TARGET)/release/node_metadata_policy.wasm
 BASELINE_BUILD := $(TARGET_DIR)/$(WASM_TARGET)/release/baseline_policy.wasm
+FLOOR_BUILD := $(TARGET_DIR)/$(WASM_TARGET)/release/floor_policy.wasm
 SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
-.PHONY: all demo test fmt-check lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance
+.PHONY: all demo test fmt-check lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test
 
 all: policy.wasm
 
@@ -23,6 +24,10 @@ policy.wasm: $(SOURCES) | wasm-target
 baseline.wasm: e2e-tests/baseline-policy/src/lib.rs | wasm-target
 	$(CARGO) build --locked -p baseline-policy --target $(WASM_TARGET) --release
 	cp $(BASELINE_BUILD) $@
+
+floor.wasm: e2e-tests/floor-policy/src/lib.rs | wasm-target
+	$(CARGO) build --locked -p floor-policy --target $(WASM_TARGET) --release
+	cp $(FLOOR_BUILD) $@
 
 # Needs kwctl (not installable from the package registries this project uses).
 annotated-policy.wasm: policy.wasm metadata.yml README.md
@@ -54,6 +59,19 @@ kyverno-conformance: policy.wasm
 	@if command -v kwctl >/dev/null; then $(MAKE) --no-print-directory annotated-policy.wasm; fi
 	$(HOST) kyverno-conformance -- policy.wasm "$(KYVERNO_TESTS)" "$(CURDIR)/annotated-policy.wasm"
 
+# The policy in real policy-server against a stub API server (needs
+# policy-server and kwctl on PATH, and wrk, which it installs from Debian when
+# it can). LOAD_ARGS: e.g. --duration 10 --rounds 5.
+load-test:
+	@if ! command -v policy-server >/dev/null || ! command -v kwctl >/dev/null; then \
+		echo "load test: SKIPPED (policy-server and kwctl are needed on PATH; see docs/performance.md)"; exit 0; fi; \
+	command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null 2>&1 || true; \
+	$(MAKE) --no-print-directory annotated-policy.wasm baseline.wasm floor.wasm && \
+	kwctl annotate -m e2e-tests/load/baseline-metadata.yml -o annotated-baseline.wasm baseline.wasm 2>/dev/null && \
+	kwctl annotate -m e2e-tests/load/floor-metadata.yml -o annotated-floor.wasm floor.wasm 2>/dev/null && \
+	python3 e2e-tests/load/run.py --policy annotated-policy.wasm --baseline annotated-baseline.wasm \
+		--floor annotated-floor.wasm $(LOAD_ARGS)
+
 # A fuzzing campaign (needs `cargo install cargo-fuzz`). FUZZ_RUNS inputs.
 FUZZ_RUNS ?= 1000000
 fuzz:
@@ -65,4 +83,4 @@ bench: policy.wasm baseline.wasm
 
 clean:
 	$(CARGO) clean
-	rm -f policy.wasm baseline.wasm annotated-policy.wasm
+	rm -f policy.wasm baseline.wasm floor.wasm annotated-policy.wasm annotated-baseline.wasm annotated-floor.wasm

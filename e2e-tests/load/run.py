@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""`make load-test`: the policy in real policy-server, as users run it.
+
+Starts a stub Kubernetes API server on loopback (stub_apiserver.py, serving
+the Nodes under test_data/), policy-server with a policies file written the way
+the Kubewarden controller writes one for a ClusterAdmissionPolicy
+(contextAwareResources, hostCapabilities, allowedToMutate), and drives each
+row with wrk: rows interleaved and repeated, so a noisy machine still gives
+steady ratios. Prints req/s, p50 and p99 per row (medians over the rounds),
+the ratio to the row's reference, and how often the API server was asked for
+each Node. Loopback only; stops by itself.
+
+Usage: run.py --policy A.wasm --baseline B.wasm --floor F.wasm
+              [--variant NAME=ANNOTATED.wasm ...] [--duration S] [--rounds N]
+All modules annotated (kwctl annotate). Exits 0 with SKIPPED when
+policy-server or wrk is missing.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+NODE_CACHE_SECONDS = 5  # policy-server caches get_resource answers this long
+
+
+def data(path):
+    return os.path.join(ROOT, "test_data", path)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(url, seconds, process):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return True
+        except Exception:
+            time.sleep(0.2)
+    return False
+
+
+def review(request_file):
+    with open(data(request_file)) as f:
+        request = json.load(f)
+    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+
+
+def post(url, body):
+    req = urllib.request.Request(url, data=body.encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.load(resp)
+
+
+def counts(stub):
+    with urllib.request.urlopen(f"{stub}/stub/counts", timeout=5) as resp:
+        return json.load(resp)
+
+
+WRK_LATENCY = re.compile(r"^\s*(50|99)(?:\.000)?%\s+([\d.]+)(us|ms|s)\s*$")
+
+
+def run_wrk(url, body_file, duration, connections):
+    script = body_file + ".lua"
+    with open(script, "w") as f:
+        f.write('local f = io.open("%s", "rb")\nwrk.method = "POST"\nwrk.body = f:read("*a")\nf:close()\n'
+                'wrk.headers["Content-Type"] = "application/json"\n' % body_file)
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--latency", "-s", script, url],
+        capture_output=True, text=True, timeout=duration + 30,
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    latency = {}
+    for line in out.splitlines():
+        m = WRK_LATENCY.match(line)
+        if m:
+            scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(3)]
+            latency[m.group(1)] = float(m.group(2)) * scale
+    return rps, latency.get("50"), latency.get("99"), int(errors.group(1)) if errors else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--policy", required=True)
+    ap.add_argument("--baseline", required=True)
+    ap.add_argument("--floor", required=True)
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME=ANNOTATED.wasm: another build of the policy, default settings, realistic Node")
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--connections", type=int, default=4)
+    args = ap.parse_args()
+
+    missing = [tool for tool in ("policy-server", "wrk") if shutil.which(tool) is None]
+    if missing:
+        print(f"load test: SKIPPED (not installed: {', '.join(missing)}); "
+              "see docs/performance.md for how to get them")
+        return 0
+
+    work = tempfile.mkdtemp(prefix="node-metadata-load-")
+    processes = []
+    try:
+        stub_port = free_port()
+        stub = f"http://127.0.0.1:{stub_port}"
+        processes.append(subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, "e2e-tests", "load", "stub_apiserver.py"), str(stub_port),
+             data("node-1.json"), data("node-large.json")]))
+        if not wait_for(f"{stub}/stub/counts", 10, processes[-1]):
+            print("load test: the stub API server did not start")
+            return 1
+        kubeconfig = os.path.join(work, "kubeconfig")
+        with open(kubeconfig, "w") as f:
+            f.write(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: stub, cluster: {{server: "{stub}"}}}}]
+users: [{{name: stub, user: {{token: load-test}}}}]
+contexts: [{{name: stub, context: {{cluster: stub, user: stub}}}}]
+current-context: stub
+""")
+        with open(data("kyverno-mutate-pod-binding.json")) as f:
+            kyverno_rules = json.load(f)
+        node = [{"apiVersion": "v1", "kind": "Node"}]
+
+        def entry(module, settings, mutating=True, resources=node):
+            return {"module": f"file://{os.path.abspath(module)}", "policyMode": "protect",
+                    "allowedToMutate": mutating, "contextAwareResources": resources,
+                    "hostCapabilities": ["*"], "settings": settings}
+
+        policies = {
+            "do-nothing": entry(args.baseline, {}, mutating=False, resources=[]),
+            "floor": entry(args.floor, {}),
+            "default": entry(args.policy, {}),
+            "kyverno": entry(args.policy, kyverno_rules),
+        }
+        variants = []
+        for spec in args.variant:
+            name, _, module = spec.partition("=")
+            policies[f"variant-{name}"] = entry(module, {})
+            variants.append(name)
+        policies_file = os.path.join(work, "policies.yml")
+        with open(policies_file, "w") as f:
+            json.dump(policies, f)  # JSON is YAML
+
+        port, ready_port = free_port(), free_port()
+        env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+        env.update({"KUBECONFIG": kubeconfig, "NO_PROXY": "127.0.0.1,localhost"})
+        for d in ("downloads", "sigstore"):
+            os.makedirs(os.path.join(work, d))
+        log = open(os.path.join(work, "policy-server.log"), "w")
+        processes.append(subprocess.Popen(
+            ["policy-server", "--policies", policies_file, "--addr", "127.0.0.1", "--port", str(port),
+             "--readiness-probe-port", str(ready_port), "--workers", "2",
+             "--policies-download-dir", os.path.join(work, "downloads"),
+             "--sigstore-cache-dir", os.path.join(work, "sigstore"), "--log-level", "warn"],
+            env=env, stdout=log, stderr=log))
+        if not wait_for(f"http://127.0.0.1:{ready_port}/readiness", 120, processes[-1]):
+            log.flush()
+            print("load test: policy-server did not become ready; its log:")
+            print(open(os.path.join(work, "policy-server.log")).read()[-3000:])
+            return 1
+
+        large = "ip-10-0-17-42.us-east-2.compute.internal"
+        rows = [
+            # label, policy, request, reference row, Node read
+            ("do-nothing policy, Binding", "do-nothing", "binding-large-node.json", None, None),
+            ("floor policy, Binding, realistic Node", "floor", "binding-large-node.json", None, large),
+            ("default settings, Binding, realistic Node", "default", "binding-large-node.json", "floor", large),
+            ("default settings, Binding, 7-label Node", "default", "binding.json", "floor", "node-1"),
+            ("Kyverno mutate-pod-binding, realistic Node", "kyverno", "binding-large-node.json", "floor", large),
+            ("do-nothing policy, Pod", "do-nothing", "pod-without-node-name.json", None, None),
+            ("default settings, Pod without spec.nodeName", "default", "pod-without-node-name.json",
+             "do-nothing policy, Pod", None),
+        ] + [(f"variant {v}, Binding, realistic Node", f"variant-{v}", "binding-large-node.json", "floor", large)
+             for v in variants]
+        bodies = {}
+        for label, policy, request, _, node_name in rows:
+            body_file = os.path.join(work, f"{policy}-{request}")
+            with open(body_file, "w") as f:
+                f.write(review(request))
+            bodies[label] = body_file
+            # Each row must do its job before it is timed.
+            answer = post(f"http://127.0.0.1:{port}/validate/{policy}", open(body_file).read())["response"]
+            # Rows that read a Node write its metadata; the others write nothing.
+            if not answer.get("allowed") or bool(answer.get("patch")) != bool(node_name):
+                print(f"load test: row {label!r} did not answer as expected: {json.dumps(answer)[:400]}")
+                return 1
+
+        results = {label: [] for label, *_ in rows}
+        reads = {label: [] for label, *_ in rows}
+        for round_ in range(args.rounds):
+            for label, policy, _, _, node_name in rows:
+                before = counts(stub)
+                rps, p50, p99, errors = run_wrk(f"http://127.0.0.1:{port}/validate/{policy}", bodies[label],
+                                                args.duration, args.connections)
+                after = counts(stub)
+                if errors:
+                    print(f"load test: {errors} non-2xx answers in row {label!r}")
+                    return 1
+                results[label].append((rps, p50, p99))
+                if node_name:
+                    path = f"/api/v1/nodes/{node_name}"
+                    reads[label].append(after.get(path, 0) - before.get(path, 0))
+
+        def median(label, i):
+            return statistics.median(r[i] for r in results[label])
+
+        version = subprocess.run(["policy-server", "--version"], capture_output=True, text=True).stdout
+        print(f"\n{version.splitlines()[0] if version else 'policy-server'}, "
+              f"{args.connections} connections, {args.rounds} rounds x {args.duration} s per row, interleaved; "
+              f"medians over the rounds. Node reads at the stub per row run "
+              f"(policy-server caches a Node {NODE_CACHE_SECONDS} s).")
+        print(f"\n| row | req/s | p50 ms | p99 ms | vs reference | Node reads per run |")
+        print("| --- | ---: | ---: | ---: | --- | --- |")
+        references = {"floor": "floor policy, Binding, realistic Node"}
+        for label, policy, request, reference, node_name in rows:
+            ref_label = references.get(reference, reference)
+            ratio = f"{median(label, 0) / median(ref_label, 0):.2f}x {'the floor' if reference == 'floor' else 'do-nothing'}" \
+                if ref_label else "reference"
+            node_reads = ", ".join(str(r) for r in reads[label]) if reads[label] else "-"
+            print(f"| {label} | {median(label, 0):,.0f} | {median(label, 1):.2f} | {median(label, 2):.2f} | "
+                  f"{ratio} | {node_reads} |")
+        spread = max(
+            (max(r[0] for r in results[label]) - min(r[0] for r in results[label])) / median(label, 0)
+            for label, *_ in rows
+        )
+        print(f"\nLargest spread of req/s between rounds of one row: {spread:.1%}.")
+        return 0
+    finally:
+        for p in reversed(processes):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
