@@ -24,6 +24,9 @@ pub enum Read {
         kind: String,
         namespace: Option<String>,
         name: String,
+        /// Fields to ask the host for (Kubewarden 1.35 prunes the object to
+        /// them); empty: the whole object.
+        field_masks: Vec<String>,
     },
     List {
         api_version: String,
@@ -51,6 +54,7 @@ impl Cluster for HostCluster {
                 kind,
                 namespace,
                 name,
+                field_masks,
             } => (
                 "get_resource",
                 serde_json::to_vec(&GetResourceRequest {
@@ -59,7 +63,8 @@ impl Cluster for HostCluster {
                     name: name.clone(),
                     namespace: namespace.clone(),
                     disable_cache: false,
-                    field_masks: None,
+                    field_masks: (!field_masks.is_empty())
+                        .then(|| field_masks.iter().cloned().collect()),
                 }),
             ),
             Read::List {

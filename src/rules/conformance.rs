@@ -18,6 +18,8 @@ use crate::node_lookup::{NodeFields, NodeLookup};
 struct Table {
     answers: Vec<(Read, Value)>,
     reads: RefCell<Vec<Read>>,
+    /// The field masks of each read, in order.
+    masks: RefCell<Vec<Vec<String>>>,
 }
 
 fn get(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Read {
@@ -26,6 +28,7 @@ fn get(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Re
         kind: kind.into(),
         namespace: namespace.map(str::to_string),
         name: name.into(),
+        field_masks: Vec::new(),
     }
 }
 
@@ -66,13 +69,56 @@ impl Table {
     }
 }
 
+/// What the host returns for field masks: only the masked paths.
+fn pruned(value: &Value, masks: &[String]) -> Value {
+    if masks.is_empty() {
+        return value.clone();
+    }
+    let mut out = json!({});
+    for mask in masks {
+        let pointer: String = mask.split('.').map(|s| format!("/{s}")).collect();
+        if let Some(found) = value.pointer(&pointer) {
+            let mut at = &mut out;
+            for step in mask.split('.') {
+                at = at
+                    .as_object_mut()
+                    .unwrap()
+                    .entry(step.to_string())
+                    .or_insert(json!({}));
+            }
+            *at = found.clone();
+        }
+    }
+    out
+}
+
 impl Cluster for Table {
     fn read(&self, read: &Read) -> Result<Vec<u8>, String> {
-        self.reads.borrow_mut().push(read.clone());
+        let (unmasked, masks) = match read.clone() {
+            Read::Get {
+                api_version,
+                kind,
+                namespace,
+                name,
+                field_masks,
+            } => (
+                Read::Get {
+                    api_version,
+                    kind,
+                    namespace,
+                    name,
+                    field_masks: Vec::new(),
+                },
+                field_masks,
+            ),
+            list => (list, Vec::new()),
+        };
+        self.masks.borrow_mut().push(masks.clone());
+        self.reads.borrow_mut().push(unmasked.clone());
         self.answers
             .iter()
-            .find(|(r, _)| r == read)
-            .map(|(_, answer)| serde_json::to_vec(answer).unwrap())
+            .find(|(r, _)| *r == unmasked)
+            .map(|(_, answer)| serde_json::to_vec(&pruned(answer, &masks)).unwrap())
             .ok_or_else(|| format!("Cannot find {read:?}"))
     }
 }

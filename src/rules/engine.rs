@@ -209,6 +209,7 @@ impl Engine<'_> {
                     kind: "ConfigMap".into(),
                     namespace: Some(namespace.clone()),
                     name: name.clone(),
+                    field_masks: Vec::new(),
                 })
                 .map_err(|e| {
                     format!(
@@ -241,7 +242,7 @@ impl Engine<'_> {
     ) -> Result<Rcvar, String> {
         let rt = self.functions;
         let url = render(rt, call.url_path.as_deref().unwrap_or(""), data)?;
-        let read = parse_url(&url, self.resource_kinds)
+        let mut read = parse_url(&url, self.resource_kinds)
             .map_err(|e| format!("context {name:?}: urlPath {url:?}: {e}"))?;
         // Rendered before the read, so that a field path over one object
         // reads only the fields it names; a rendering error still counts only
@@ -251,6 +252,11 @@ impl Engine<'_> {
             (Read::Get { .. }, Some(Ok(path))) => field_paths::reach(path),
             _ => None,
         };
+        // Only those fields are asked of the host, which prunes the object
+        // before it serialises it (a Node is mostly status and managedFields).
+        if let (Some(reach), Read::Get { field_masks, .. }) = (&reach, &mut read) {
+            *field_masks = field_paths::field_masks(reach);
+        }
         let answer = match &reach {
             Some(reach) => cluster.read_reach(&read, reach),
             None => cluster.read_var(&read),
@@ -490,6 +496,7 @@ pub fn parse_url(url: &str, extra: &[ResourceKind]) -> Result<Read, String> {
             kind,
             namespace,
             name,
+            field_masks: Vec::new(),
         },
         None => Read::List {
             api_version,
@@ -610,7 +617,8 @@ mod tests {
                 api_version: "v1".into(),
                 kind: "Node".into(),
                 namespace: None,
-                name: "node-1".into()
+                name: "node-1".into(),
+                field_masks: Vec::new(),
             }
         );
         assert_eq!(
@@ -619,7 +627,8 @@ mod tests {
                 api_version: "v1".into(),
                 kind: "ConfigMap".into(),
                 namespace: Some("default".into()),
-                name: "zones".into()
+                name: "zones".into(),
+                field_masks: Vec::new(),
             }
         );
         assert_eq!(
@@ -628,7 +637,8 @@ mod tests {
                 api_version: "v1".into(),
                 kind: "Namespace".into(),
                 namespace: None,
-                name: "prod".into()
+                name: "prod".into(),
+                field_masks: Vec::new(),
             }
         );
         assert_eq!(

@@ -87,6 +87,42 @@ pub fn reach(expression: &str) -> Option<Reach<'_>> {
     Some(reach)
 }
 
+/// The host field masks (dotted paths, Kubewarden 1.35) that keep what a
+/// [`Reach`] takes. A field whose name has a dot cannot be named in a mask,
+/// so its parent is kept whole; a reach of the whole document needs none.
+pub fn field_masks(reach: &Reach) -> Vec<String> {
+    fn walk(reach: &Reach, prefix: &str, out: &mut Vec<String>) {
+        match reach {
+            Reach::Fields(fields) if !fields.is_empty() => {
+                if fields
+                    .iter()
+                    .any(|(name, _)| name.contains('.') || name.is_empty())
+                {
+                    out.push(prefix.to_string());
+                    return;
+                }
+                for (name, inner) in fields {
+                    let path = if prefix.is_empty() {
+                        (*name).to_string()
+                    } else {
+                        format!("{prefix}.{name}")
+                    };
+                    walk(inner, &path, out);
+                }
+            }
+            _ => out.push(prefix.to_string()),
+        }
+    }
+    let mut masks = Vec::new();
+    walk(reach, "", &mut masks);
+    if masks.iter().any(String::is_empty) {
+        return Vec::new();
+    }
+    masks.sort();
+    masks.dedup();
+    masks
+}
+
 /// Decodes only what a [`Reach`] takes: fields outside it are skipped
 /// without being built, which is most of a Node.
 pub struct Pruned<'r, 'e>(pub &'r Reach<'e>);
@@ -299,6 +335,29 @@ mod tests {
             }))
             .unwrap(),
         )
+    }
+
+    #[test]
+    fn masks_keep_what_the_reach_takes() {
+        let masks = |e: &str| field_masks(&reach(e).unwrap());
+        assert_eq!(
+            masks("metadata.labels.foo || 'empty'"),
+            ["metadata.labels.foo"]
+        );
+        assert_eq!(
+            masks(r#"metadata.labels."topology.kubernetes.io/zone""#),
+            ["metadata.labels"],
+            "a key with dots cannot be a mask step: its map is kept whole"
+        );
+        assert_eq!(
+            masks("metadata.name || spec.providerID"),
+            ["metadata.name", "spec.providerID"]
+        );
+        assert_eq!(masks("metadata || metadata.name"), ["metadata"]);
+        assert!(
+            reach("length(@)").is_none(),
+            "other expressions read the whole object"
+        );
     }
 
     #[test]

@@ -288,6 +288,8 @@ fn resources_match(
             kind: "Namespace".into(),
             namespace: None,
             name: facts.namespace.clone(),
+            // Only the labels are matched.
+            field_masks: vec!["metadata.labels".to_string()],
         })?;
         let labels = namespace
             .as_object()
