@@ -7,6 +7,8 @@
 //! host, [`node_lookup`]; write the chosen keys, [`mutation`]) and Kyverno's
 //! rules ([`rules`], reading the cluster through [`cluster`]).
 
+// No unsafe code: the one exception is the waPC entry point's export name.
+#![deny(unsafe_code)]
 // A panic in wasm is a trap, and a trap on pods/binding stalls scheduling:
 // nothing on a path fed by requests, settings or the host may panic.
 #![cfg_attr(
@@ -25,7 +27,6 @@
 )]
 
 pub mod admission;
-pub mod allocator;
 pub mod cluster;
 pub mod glob;
 pub mod k8s_names;
@@ -48,30 +49,14 @@ use crate::admission::{Subject, ValidatePayload, classify};
 use crate::cluster::{Cluster, HostCluster};
 use crate::node_lookup::{HostNodeLookup, NodeLookup};
 
-/// policy.wasm's heap (see `allocator`).
-#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
-#[global_allocator]
-static HEAP: allocator::SizeClasses<allocator::LinearMemory> =
-    allocator::SizeClasses::new(allocator::LinearMemory);
-
 /// Prefix of every warning, so users know where it comes from.
 pub const WARNING_PREFIX: &str = "node-metadata-policy: ";
 /// At most this many warnings go back; the API server truncates long lists.
 pub const MAX_WARNINGS: usize = 10;
 
-/// Written first thing in every instance; see [`wapc_init`].
-static mut FIRST_WRITE: u8 = 0;
-
+#[allow(unsafe_code)]
 #[unsafe(no_mangle)]
 pub extern "C" fn wapc_init() {
-    // A fresh instance's writable statics (about 1 KB, so one page) are
-    // mapped from the module's image. Read first, as waPC's registry does,
-    // that page costs a read fault, which also maps up to 15 neighbouring
-    // pages that are unmapped again with the instance, and then a
-    // copy-on-write fault; written first it costs one fault. Measured: b and
-    // d one fault fewer per evaluation, b 1.51x -> 1.38x of the baseline.
-    // SAFETY: a byte nothing else reads, on wasm's single thread.
-    unsafe { core::ptr::write_volatile(&raw mut FIRST_WRITE, 1) };
     register_function("validate", validate);
     register_function("validate_settings", validate_settings);
     register_function(
