@@ -26,7 +26,10 @@ pub extern "C" fn wapc_init() {
 fn validate(payload: &[u8]) -> CallResult {
     let payload: Value = serde_json::from_slice(payload)?;
     let mut object = payload["request"]["object"].clone();
-    let node = object["target"]["name"].as_str().unwrap_or_default().to_string();
+    let node = object["target"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let request = GetResourceRequest {
         api_version: "v1".to_string(),
         kind: "Node".to_string(),

@@ -94,6 +94,18 @@ fn scenario(name: &str, settings: Value, node: Value) -> Scenario {
     }
 }
 
+/// The realistic Node (test_data/node-large.json, 19 KB: managedFields,
+/// 60 images, 40 labels) and a Binding to it.
+fn large_node_scenario(name: &str, settings: Value) -> Result<Scenario> {
+    let read = |p: &str| -> Result<Value> { Ok(serde_json::from_slice(&std::fs::read(repo(p))?)?) };
+    Ok(Scenario {
+        name: name.to_string(),
+        settings,
+        request: read("test_data/binding-large-node.json")?,
+        cluster: Arc::new(InMemoryCluster::default().with(read("test_data/node-large.json")?)),
+    })
+}
+
 struct Measured {
     fresh: Timing,
     warm: Timing,
@@ -252,6 +264,11 @@ fn main() -> Result<()> {
             json!({"copy":[{"label":"selected.example.com/*"}]}),
             node(200, 50),
         ),
+        large_node_scenario("f. default settings, realistic 19 KB Node", json!({}))?,
+        large_node_scenario(
+            "g. Kyverno mutate-pod-binding, realistic 19 KB Node",
+            kyverno_mutate_pod_binding(),
+        )?,
     ];
     // For instruction-count profiling (valgrind): only warm evaluations of one row.
     if let Ok(row) = std::env::var("BENCH_PROFILE_ROW") {
