@@ -103,8 +103,8 @@ def main():
     ap.add_argument("--floor", required=True)
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME=ANNOTATED.wasm: another build of the policy, default settings, realistic Node")
-    ap.add_argument("--duration", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--only", default="",
                     help="comma-separated policies (do-nothing, floor, default, kyverno, variant-NAME) to run")
