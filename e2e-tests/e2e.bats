@@ -207,3 +207,15 @@ run_case() {
 @test "kyverno_autogen_none: autogen-controllers none leaves the Deployment alone" {
   run_case kyverno_autogen_none
 }
+
+@test "recipe_pod_name_at_binding: the Pod's own name as an annotation and a label at binding time" {
+  run_case recipe_pod_name_at_binding
+}
+
+@test "recipe_node_pool_labels: a new Node gets its pool's labels from a ConfigMap, reserved keys stay out" {
+  run_case recipe_node_pool_labels
+}
+
+@test "recipe_placed_pod_instance_rack_team: a placed Pod gets instance type, rack and team as labels" {
+  run_case recipe_placed_pod_instance_rack_team
+}

@@ -102,12 +102,14 @@ def main():
     ap.add_argument("--baseline", required=True)
     ap.add_argument("--floor", required=True)
     ap.add_argument("--variant", action="append", default=[],
-                    help="NAME=ANNOTATED.wasm: another build of the policy, default settings, realistic Node")
+                    help="NAME=ANNOTATED.wasm: another build of the policy, default settings and the Kyverno "
+                         "sample, realistic Node, paired with the current build's rows")
     ap.add_argument("--duration", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--only", default="",
-                    help="comma-separated policies (do-nothing, floor, default, kyverno, variant-NAME) to run")
+                    help="comma-separated policies (do-nothing, floor, default, kyverno, variant-NAME, "
+                         "variant-NAME-kyverno) to run")
     args = ap.parse_args()
 
     missing = [tool for tool in ("policy-server", "wrk") if shutil.which(tool) is None]
@@ -155,6 +157,7 @@ current-context: stub
         for spec in args.variant:
             name, _, module = spec.partition("=")
             policies[f"variant-{name}"] = entry(module, {})
+            policies[f"variant-{name}-kyverno"] = entry(module, kyverno_rules)
             variants.append(name)
         policies_file = os.path.join(work, "policies.yml")
         with open(policies_file, "w") as f:
@@ -189,8 +192,12 @@ current-context: stub
             ("do-nothing policy, Pod", "do-nothing", "pod-without-node-name.json", None, None),
             ("default settings, Pod without spec.nodeName", "default", "pod-without-node-name.json",
              "do-nothing policy, Pod", None),
-        ] + [(f"variant {v}, Binding, realistic Node", f"variant-{v}", "binding-large-node.json",
-              "default settings, Binding, realistic Node", large) for v in variants]
+        ]
+        for v in variants:
+            rows.append((f"variant {v}, Binding, realistic Node", f"variant-{v}", "binding-large-node.json",
+                         "default settings, Binding, realistic Node", large))
+            rows.append((f"variant {v}, Kyverno sample, realistic Node", f"variant-{v}-kyverno",
+                         "binding-large-node.json", "Kyverno mutate-pod-binding, realistic Node", large))
         if args.only:
             keep = set(args.only.split(","))
             rows = [r for r in rows if r[1] in keep]
