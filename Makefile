@@ -10,7 +10,8 @@ FLOOR_BUILD := $(TARGET_DIR)/$(WASM_TARGET)/release/floor_policy.wasm
 SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
-.PHONY: all demo test fmt-check lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test
+# Publishing coordinates: release.env (see there).
+.PHONY: sync-release-info all demo test fmt-check lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test
 
 all: policy.wasm
 
@@ -71,6 +72,11 @@ load-test:
 	kwctl annotate -m e2e-tests/load/floor-metadata.yml -o annotated-floor.wasm floor.wasm 2>/dev/null && \
 	python3 e2e-tests/load/run.py --policy annotated-policy.wasm --baseline annotated-baseline.wasm \
 		--floor annotated-floor.wasm $(LOAD_ARGS)
+
+# Writes release.env's registry and source URL (and Cargo.toml's version) into
+# every file that repeats them.
+sync-release-info:
+	python3 tools/sync-release-info.py
 
 # A fuzzing campaign (needs `cargo install cargo-fuzz`). FUZZ_RUNS inputs.
 FUZZ_RUNS ?= 1000000

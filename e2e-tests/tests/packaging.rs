@@ -119,3 +119,65 @@ fn every_e2e_case_also_runs_through_kwctl() {
         );
     }
 }
+
+/// release.env holds where the policy is published; every copy agrees.
+#[test]
+fn release_info_is_set_in_one_place() {
+    let env = std::fs::read_to_string(root().join("release.env")).unwrap();
+    let value = |key: &str| {
+        env.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let (repository, source) = (value("OCI_REPOSITORY"), value("SOURCE_URL"));
+    let reference = format!("{repository}:v{}", crate_version());
+    let metadata = yaml("metadata.yml");
+    let annotations = &metadata["annotations"];
+    assert_eq!(
+        annotations["io.kubewarden.policy.ociUrl"].as_str(),
+        Some(repository.as_str())
+    );
+    assert_eq!(
+        annotations["io.kubewarden.policy.url"].as_str(),
+        Some(source.as_str())
+    );
+    assert_eq!(
+        annotations["io.kubewarden.policy.source"].as_str(),
+        Some(source.as_str())
+    );
+    let artifacthub = yaml("artifacthub-pkg.yml");
+    assert_eq!(artifacthub["homeURL"].as_str(), Some(source.as_str()));
+    assert_eq!(
+        artifacthub["links"][0]["url"].as_str(),
+        Some(source.as_str())
+    );
+    assert_eq!(
+        artifacthub["containersImages"][0]["image"].as_str(),
+        Some(reference.as_str())
+    );
+    // Every registry:// reference users copy names this release.
+    for path in [
+        "README.md",
+        "artifacthub-pkg.yml",
+        "examples/cluster-admission-policy.yaml",
+        "docs/recipes.md",
+    ] {
+        let text = std::fs::read_to_string(root().join(path)).unwrap();
+        let mut found = 0;
+        for (at, _) in text.match_indices("registry://") {
+            let rest = &text[at + "registry://".len()..];
+            let end = rest
+                .find(|c: char| c.is_whitespace() || "`\"'".contains(c))
+                .unwrap_or(rest.len());
+            assert_eq!(
+                &rest[..end],
+                reference,
+                "{path}: a registry:// reference that is not this release"
+            );
+            found += 1;
+        }
+        assert!(found > 0, "{path} names no registry:// reference");
+    }
+}
