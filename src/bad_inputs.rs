@@ -1,6 +1,6 @@
 //! "What happens when ...": the catalogue of bad inputs, each with the answer a
-//! user gets. The README's table is checked against this list, so the two
-//! cannot drift apart.
+//! user gets. The table in docs/operations.md is checked against this list,
+//! so the two cannot drift apart.
 
 use std::cell::Cell;
 
@@ -81,9 +81,9 @@ enum Answer {
 }
 
 struct Case {
-    /// The README's "What happens when ..." cell.
+    /// The "What happens when ..." cell in docs/operations.md.
     when: &'static str,
-    /// The README's answer cell must contain this.
+    /// The answer cell in docs/operations.md must contain this.
     answer_text: &'static str,
     answer: Answer,
     run: fn() -> (Vec<u8>, Host),
@@ -668,16 +668,16 @@ fn every_bad_input_gets_its_specific_answer() {
 }
 
 #[test]
-fn readme_table_matches_the_catalogue() {
-    let readme = std::fs::read_to_string("README.md").unwrap();
+fn operations_table_matches_the_catalogue() {
+    let table = std::fs::read_to_string("docs/operations.md").unwrap();
     for case in catalog() {
-        let row = readme
+        let row = table
             .lines()
             .find(|line| line.starts_with(&format!("| {} |", case.when)))
-            .unwrap_or_else(|| panic!("README has no row for {:?}", case.when));
+            .unwrap_or_else(|| panic!("docs/operations.md has no row for {:?}", case.when));
         assert!(
             row.contains(case.answer_text),
-            "README row for {:?} does not say {:?}",
+            "docs/operations.md row for {:?} does not say {:?}",
             case.when,
             case.answer_text
         );

@@ -8,7 +8,7 @@ import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 COPIES = ["metadata.yml", "artifacthub-pkg.yml", "README.md", "examples/cluster-admission-policy.yaml",
-          "docs/recipes.md"]
+          "docs/recipes.md", "docs/kyverno.md", "docs/development.md"]
 
 
 def read(path):

@@ -57,7 +57,7 @@ impl PolicyModule {
         let started = Instant::now();
         let mut config = wasmtime::Config::default();
         if std::env::var_os("POLICY_HOST_PERFMAP").is_some() {
-            // Lets `perf` name the policy's functions (see the README's benchmark notes).
+            // Lets `perf` name the policy's functions (see docs/performance.md).
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow!("wasmtime: {e}"))?;

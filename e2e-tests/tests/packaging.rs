@@ -159,10 +159,11 @@ fn release_info_is_set_in_one_place() {
     );
     // Every registry:// reference users copy names this release.
     for path in [
-        "README.md",
         "artifacthub-pkg.yml",
         "examples/cluster-admission-policy.yaml",
+        "docs/kyverno.md",
         "docs/recipes.md",
+        "docs/development.md",
     ] {
         let text = std::fs::read_to_string(root().join(path)).unwrap();
         let mut found = 0;

@@ -540,7 +540,7 @@ pub fn check(rt: &Runtime, expression: &str) -> Result<(), String> {
     {
         Some((_, why)) => Err(format!("function {name}() is not supported: {why}")),
         None => Err(format!(
-            "function {name}() is not available in this policy (see the README's list)"
+            "function {name}() is not available in this policy (see docs/kyverno.md for the list)"
         )),
     }
 }
@@ -756,7 +756,7 @@ mod tests {
         let msg = check(&runtime(), "foo[?x509_decode(b)].x").unwrap_err();
         assert_eq!(
             msg,
-            "function x509_decode() is not available in this policy (see the README's list)"
+            "function x509_decode() is not available in this policy (see docs/kyverno.md for the list)"
         );
         let msg = check(&runtime(), "time_now_utc()").unwrap_err();
         assert!(msg.starts_with("function time_now_utc() is not supported: it reads the clock"));
