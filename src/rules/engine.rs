@@ -309,7 +309,7 @@ impl Patches<'_> {
             match strategic_merge(resource, &patch, &late) {
                 Err(Skip::Global(_)) => return Ok(false),
                 Err(Skip::Failed(why)) => return Err(why),
-                Ok(_) | Err(Skip::Condition) => {}
+                Ok(_) => {}
             }
         }
         if let Some(text) = self.json6902 {
@@ -348,6 +348,11 @@ impl Scope {
             "serviceAccountNamespace".to_string(),
             Rc::new(Variable::String(sa_namespace.to_string())),
         );
+        // Read once per rule, from the object as the rules before left it; a
+        // foreach's own patches do not change what its elements see.
+        if let Some(images) = super::images::images(object) {
+            vars.insert("images".to_string(), jmes::to_var(&images));
+        }
         let mut scope = Scope {
             vars: Rc::new(Variable::Object(vars)),
         };
@@ -368,17 +373,9 @@ impl Scope {
         }
     }
 
-    /// Replaces `request.object`, and `images` with the object's images.
+    /// Replaces `request.object`.
     fn set_object(&mut self, object: &Value) {
         let Some(vars) = self.vars() else { return };
-        match super::images::images(object) {
-            Some(images) => {
-                vars.insert("images".to_string(), jmes::to_var(&images));
-            }
-            None => {
-                vars.remove("images");
-            }
-        }
         let Some(request) = vars.get_mut("request") else {
             return;
         };

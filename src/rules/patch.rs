@@ -8,8 +8,6 @@ use super::conditions::equals;
 /// Why a strategic merge patch did not apply.
 #[derive(Debug, PartialEq)]
 pub enum Skip {
-    /// A conditional anchor `(key)` did not hold for this object: skip it.
-    Condition,
     /// A global anchor `<(key)` did not hold: skip the whole rule.
     Global(String),
     /// A value could not be substituted where it landed (`{{@}}`).
@@ -80,7 +78,7 @@ pub fn strategic_merge(
         Err(Mismatch::Global(why)) => return Err(Skip::Global(why)),
     }
     if let Some(map) = plain.as_object_mut() {
-        remove_anchor_parts(map);
+        remove_anchors_in_map(map);
     }
     merge_value(resource, &plain, "", late)?;
     Ok(true)
@@ -168,7 +166,7 @@ fn resolve_map(
                 _ => continue,
             };
             let Some(actual) = resource.and_then(|r| r.get(inner)) else {
-                return Err(mismatch(global, format!("no {inner:?} in the resource")));
+                return Err(mismatch(global, || format!("no {inner:?} in the resource")));
             };
             // A condition whose value adds fields is satisfied by adding them.
             if let Value::Object(nested) = pattern
@@ -177,21 +175,25 @@ fn resolve_map(
                 continue;
             }
             if !holds(Some(actual), pattern) {
-                return Err(mismatch(global, format!("anchor {key} did not match")));
+                return Err(mismatch(global, || format!("anchor {key} did not match")));
             }
         }
     }
+    // Plain keys, and conditions that held (what they carry besides their
+    // checks is patched too), resolve against the resource's value.
     for (key, pattern) in map.iter_mut() {
-        if let Anchor::Plain(k) = anchor(key) {
+        if let Anchor::Plain(k) | Anchor::Condition(k) | Anchor::Global(k) = anchor(key) {
             resolve_anchors(pattern, resource.and_then(|r| r.get(k)))?;
         }
     }
     Ok(())
 }
 
-fn mismatch(global: bool, why: String) -> Mismatch {
+/// The reason is only written for a global anchor: a conditional one fails
+/// for every list element it does not select, and nobody reads why.
+fn mismatch(global: bool, why: impl FnOnce() -> String) -> Mismatch {
     if global {
-        Mismatch::Global(format!("global {why}"))
+        Mismatch::Global(format!("global {}", why()))
     } else {
         Mismatch::Condition
     }
@@ -258,20 +260,6 @@ fn is_empty(value: &Value) -> bool {
     }
 }
 
-/// The last step of resolving: anchor keys and list elements with anchors
-/// leave the patch; what is left is plain.
-fn remove_anchor_parts(map: &mut Map<String, Value>) {
-    let keys: Vec<String> = map.keys().cloned().collect();
-    for key in keys {
-        let drop_scalar = is_condition(&key);
-        if let Some(value) = map.get_mut(&key)
-            && remove_anchors(value, drop_scalar)
-        {
-            map.remove(&key);
-        }
-    }
-}
-
 /// Removes anchors below `node`; `true` when `node` itself should go (it was
 /// only anchors, or is a scalar under a condition key).
 fn remove_anchors(node: &mut Value, drop_scalar: bool) -> bool {
@@ -291,8 +279,9 @@ fn remove_anchors(node: &mut Value, drop_scalar: bool) -> bool {
     }
 }
 
-/// Conditions with scalar values go; conditions on objects lose their
-/// anchor and keep what they patch inside. `true` when the map ends empty
+/// The last step of resolving, for the whole patch and for each map in it:
+/// conditions with scalar values go; conditions on objects lose their
+/// anchor and keep what they patch inside; list elements with anchors go. `true` when the map ends empty
 /// having had something removed (a map that was `{}` in the patch stays).
 fn remove_anchors_in_map(map: &mut Map<String, Value>) -> bool {
     let was_empty = map.is_empty();
@@ -643,6 +632,17 @@ mod tests {
         assert_eq!(out, json!({"kind":"Pod","metadata":{}}));
         let (r, _) = smp(json!({"kind":"Pod"}), json!({"<(kind)":"Deployment","x":1}));
         assert!(matches!(r, Err(Skip::Global(_))));
+        // A condition on an object at the top: the anchor's key is never
+        // written; what the condition carries besides its checks is merged.
+        let (r, out) = smp(
+            json!({"metadata":{"labels":{"app":"web"}}}),
+            json!({"(metadata)":{"labels":{"(app)":"web","+(tier)":"front"}}}),
+        );
+        assert_eq!(r, Ok(true));
+        assert_eq!(
+            out,
+            json!({"metadata":{"labels":{"app":"web","tier":"front"}}})
+        );
     }
 
     #[test]
