@@ -198,12 +198,14 @@ current-context: stub
                          "default settings, Binding, realistic Node", large))
             rows.append((f"variant {v}, Kyverno sample, realistic Node", f"variant-{v}-kyverno",
                          "binding-large-node.json", "Kyverno mutate-pod-binding, realistic Node", large))
+        references = {"floor": "floor policy, Binding, realistic Node"}
         if args.only:
             keep = set(args.only.split(","))
             rows = [r for r in rows if r[1] in keep]
-            references = {r[0] for r in rows}
-            rows = [r if (r[3] in ("floor", None) and ("floor" in keep or r[3] is None)) or r[3] in references
-                    else (*r[:3], None, r[4]) for r in rows]
+            # A row whose reference is not run is reported on its own.
+            kept = {r[0] for r in rows}
+            rows = [r if r[3] is None or references.get(r[3], r[3]) in kept else (*r[:3], None, r[4])
+                    for r in rows]
         bodies = {}
         for label, policy, request, _, node_name in rows:
             body_file = os.path.join(work, f"{policy}-{request}")
@@ -246,7 +248,6 @@ current-context: stub
               f"(policy-server caches a Node {NODE_CACHE_SECONDS} s).")
         print(f"\n| row | req/s | p50 ms | p99 ms | vs reference | Node reads per run |")
         print("| --- | ---: | ---: | ---: | --- | --- |")
-        references = {"floor": "floor policy, Binding, realistic Node"}
         for label, policy, request, reference, node_name in rows:
             ref_label = references.get(reference, reference)
             ratio = f"{median(label, 0) / median(ref_label, 0):.2f}x {'the floor' if reference == 'floor' else ref_label}" \
