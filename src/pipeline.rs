@@ -227,6 +227,7 @@ impl<'a> Pipeline<'a> {
         let engine = Engine {
             resource_kinds: &self.plan.resource_kinds,
             functions: &inputs.functions,
+            settings: self.raw_settings,
             facts,
         };
         match engine.apply(rule, &inputs.request, subject, cluster) {

@@ -16,7 +16,7 @@ use super::patch::{Skip, apply_json6902, parse_json6902, strategic_merge};
 use super::resources::{ResourceKind, kind_of};
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
 use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
-use super::{jmes, variables};
+use super::{jmes, references, variables};
 use crate::cluster::{CachedCluster, Read};
 
 /// At most this many elements of a `foreach` list are processed.
@@ -31,6 +31,9 @@ pub struct Engine<'r> {
     pub resource_kinds: &'r [ResourceKind],
     /// The function table for the rules' settings (see `jmes::Functions`).
     pub functions: &'r Functions<'r>,
+    /// The rules' settings text: what their expressions read of a
+    /// ConfigMap decides the field masks of its read.
+    pub settings: &'r str,
     /// What matching reads of the request, decoded once for all rules.
     pub facts: &'r RequestFacts,
 }
@@ -209,7 +212,7 @@ impl Engine<'_> {
                     kind: "ConfigMap".into(),
                     namespace: Some(namespace.clone()),
                     name: name.clone(),
-                    field_masks: Vec::new(),
+                    field_masks: references::field_masks(self.settings, &entry.name),
                 })
                 .map_err(|e| {
                     format!(

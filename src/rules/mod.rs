@@ -10,6 +10,7 @@ pub mod jmes;
 pub mod kyverno_functions;
 pub mod matching;
 pub mod patch;
+pub mod references;
 pub mod resources;
 pub mod spec;
 pub mod time;
