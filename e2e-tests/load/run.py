@@ -7,8 +7,9 @@ the Kubewarden controller writes one for a ClusterAdmissionPolicy
 (contextAwareResources, hostCapabilities, allowedToMutate), and drives each
 row with wrk: rows interleaved and repeated, so a noisy machine still gives
 steady ratios. Prints req/s, p50 and p99 per row (medians over the rounds),
-the ratio to the row's reference, and how often the API server was asked for
-each Node. Loopback only; stops by itself.
+the ratio to the row's reference, policy-server's own CPU time and page faults
+per request (read from /proc, so the load generator's share of the two cores
+is left out), and how often the API server was asked for each Node. Loopback only; stops by itself.
 
 Usage: run.py --policy A.wasm --baseline B.wasm --floor F.wasm
               [--variant NAME=ANNOTATED.wasm ...] [--duration S] [--rounds N]
@@ -68,6 +69,15 @@ def post(url, body):
         return json.load(resp)
 
 
+def server_usage(pid):
+    """policy-server's CPU seconds (user + system) and minor page faults so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    # Fields after the command: state is [0], minflt [7], utime [11], stime [12].
+    return (int(fields[11]) + int(fields[12])) / ticks, int(fields[7])
+
+
 def counts(stub):
     with urllib.request.urlopen(f"{stub}/stub/counts", timeout=5) as resp:
         return json.load(resp)
@@ -86,6 +96,7 @@ def run_wrk(url, body_file, duration, connections):
         capture_output=True, text=True, timeout=duration + 30,
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    total = int(re.search(r"(\d+) requests in", out).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     latency = {}
     for line in out.splitlines():
@@ -93,7 +104,7 @@ def run_wrk(url, body_file, duration, connections):
         if m:
             scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(3)]
             latency[m.group(1)] = float(m.group(2)) * scale
-    return rps, latency.get("50"), latency.get("99"), int(errors.group(1)) if errors else 0
+    return rps, latency.get("50"), latency.get("99"), int(errors.group(1)) if errors else 0, total
 
 
 def main():
@@ -169,13 +180,14 @@ current-context: stub
         for d in ("downloads", "sigstore"):
             os.makedirs(os.path.join(work, d))
         log = open(os.path.join(work, "policy-server.log"), "w")
-        processes.append(subprocess.Popen(
+        server = subprocess.Popen(
             ["policy-server", "--policies", policies_file, "--addr", "127.0.0.1", "--port", str(port),
              "--readiness-probe-port", str(ready_port), "--workers", "2",
              "--policies-download-dir", os.path.join(work, "downloads"),
              "--sigstore-cache-dir", os.path.join(work, "sigstore"), "--log-level", "warn"],
-            env=env, stdout=log, stderr=log))
-        if not wait_for(f"http://127.0.0.1:{ready_port}/readiness", 120, processes[-1]):
+            env=env, stdout=log, stderr=log)
+        processes.append(server)
+        if not wait_for(f"http://127.0.0.1:{ready_port}/readiness", 120, server):
             log.flush()
             print("load test: policy-server did not become ready; its log:")
             print(open(os.path.join(work, "policy-server.log")).read()[-3000:])
@@ -198,6 +210,8 @@ current-context: stub
                          "default settings, Binding, realistic Node", large))
             rows.append((f"variant {v}, Kyverno sample, realistic Node", f"variant-{v}-kyverno",
                          "binding-large-node.json", "Kyverno mutate-pod-binding, realistic Node", large))
+            rows.append((f"variant {v}, Pod without spec.nodeName", f"variant-{v}", "pod-without-node-name.json",
+                         "default settings, Pod without spec.nodeName", None))
         references = {"floor": "floor policy, Binding, realistic Node"}
         if args.only:
             keep = set(args.only.split(","))
@@ -227,13 +241,17 @@ current-context: stub
             shift = round_ % len(rows)
             for label, policy, _, _, node_name in rows[shift:] + rows[:shift]:
                 before = counts(stub)
-                rps, p50, p99, errors = run_wrk(f"http://127.0.0.1:{port}/validate/{policy}", bodies[label],
+                cpu_before, faults_before = server_usage(server.pid)
+                rps, p50, p99, errors, total = run_wrk(f"http://127.0.0.1:{port}/validate/{policy}", bodies[label],
                                                 args.duration, args.connections)
+                cpu_after, faults_after = server_usage(server.pid)
                 after = counts(stub)
                 if errors:
                     print(f"load test: {errors} non-2xx answers in row {label!r}")
                     return 1
-                results[label].append((rps, p50, p99))
+                served = max(total, 1)
+                results[label].append((rps, p50, p99, (cpu_after - cpu_before) / served * 1e6,
+                                       (faults_after - faults_before) / served))
                 if node_name:
                     path = f"/api/v1/nodes/{node_name}"
                     reads[label].append(after.get(path, 0) - before.get(path, 0))
@@ -246,15 +264,15 @@ current-context: stub
               f"{args.connections} connections, {args.rounds} rounds x {args.duration} s per row, interleaved; "
               f"medians over the rounds. Node reads at the stub per row run "
               f"(policy-server caches a Node {NODE_CACHE_SECONDS} s).")
-        print(f"\n| row | req/s | p50 ms | p99 ms | vs reference | Node reads per run |")
-        print("| --- | ---: | ---: | ---: | --- | --- |")
+        print(f"\n| row | req/s | p50 ms | p99 ms | vs reference | server CPU µs/req | faults/req | Node reads per run |")
+        print("| --- | ---: | ---: | ---: | --- | ---: | ---: | --- |")
         for label, policy, request, reference, node_name in rows:
             ref_label = references.get(reference, reference)
             ratio = f"{median(label, 0) / median(ref_label, 0):.2f}x {'the floor' if reference == 'floor' else ref_label}" \
                 if ref_label else "reference"
             node_reads = ", ".join(str(r) for r in reads[label]) if reads[label] else "-"
             print(f"| {label} | {median(label, 0):,.0f} | {median(label, 1):.2f} | {median(label, 2):.2f} | "
-                  f"{ratio} | {node_reads} |")
+                  f"{ratio} | {median(label, 3):.0f} | {median(label, 4):.1f} | {node_reads} |")
         spread = max(
             (max(r[0] for r in results[label]) - min(r[0] for r in results[label])) / median(label, 0)
             for label, *_ in rows

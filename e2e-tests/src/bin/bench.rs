@@ -269,6 +269,16 @@ fn main() -> Result<()> {
             "g. Kyverno mutate-pod-binding, realistic 19 KB Node",
             kyverno_mutate_pod_binding(),
         )?,
+        Scenario {
+            request: serde_json::from_slice(&std::fs::read(repo(
+                "test_data/pod-without-node-name.json",
+            ))?)?,
+            ..scenario(
+                "h. default settings, Pod without spec.nodeName (passed through)",
+                json!({}),
+                node_1.clone(),
+            )
+        },
     ];
     // For instruction-count profiling (valgrind): only warm evaluations of one row.
     if let Ok(row) = std::env::var("BENCH_PROFILE_ROW") {
