@@ -67,6 +67,7 @@ struct RuleInputs<'s> {
     request: Rcvar,
     facts: RequestFacts,
     functions: rules::jmes::Functions<'s>,
+    config_map_masks: rules::references::ConfigMapMasks<'s>,
 }
 
 pub struct Pipeline<'a> {
@@ -154,6 +155,7 @@ impl<'a> Pipeline<'a> {
             *inputs = Some(RuleInputs {
                 request: Rc::new(request),
                 functions: rules::jmes::Functions::for_settings(self.raw_settings),
+                config_map_masks: rules::references::ConfigMapMasks::new(self.raw_settings),
                 facts: RequestFacts::from_request(self.request, &self.plan.resource_kinds),
             });
         }
@@ -227,7 +229,7 @@ impl<'a> Pipeline<'a> {
         let engine = Engine {
             resource_kinds: &self.plan.resource_kinds,
             functions: &inputs.functions,
-            settings: self.raw_settings,
+            config_map_masks: &inputs.config_map_masks,
             facts,
         };
         match engine.apply(rule, &inputs.request, subject, cluster) {

@@ -587,6 +587,15 @@ mod point3_context {
             &table,
         );
         assert_eq!(annotations(&response)["out"], "rack-7-2");
+        // Only what the expressions reach is asked of the host (field masks),
+        // and the answer pruned to it gives the same result.
+        assert_eq!(
+            table.masks.borrow().last(),
+            Some(&vec![
+                "data.us-east-2a".to_string(),
+                "metadata.labels.v".to_string()
+            ])
+        );
     }
 
     #[test]

@@ -13,10 +13,11 @@ use super::field_paths;
 use super::jmes::Functions;
 use super::matching::{RequestFacts, matches};
 use super::patch::{Skip, apply_json6902, parse_json6902, strategic_merge};
+use super::references::ConfigMapMasks;
 use super::resources::{ResourceKind, kind_of};
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
 use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
-use super::{jmes, references, variables};
+use super::{jmes, variables};
 use crate::cluster::{CachedCluster, Read};
 
 /// At most this many elements of a `foreach` list are processed.
@@ -31,9 +32,9 @@ pub struct Engine<'r> {
     pub resource_kinds: &'r [ResourceKind],
     /// The function table for the rules' settings (see `jmes::Functions`).
     pub functions: &'r Functions<'r>,
-    /// The rules' settings text: what their expressions read of a
-    /// ConfigMap decides the field masks of its read.
-    pub settings: &'r str,
+    /// What the rules' expressions read of each ConfigMap entry: the field
+    /// masks of its read.
+    pub config_map_masks: &'r ConfigMapMasks<'r>,
     /// What matching reads of the request, decoded once for all rules.
     pub facts: &'r RequestFacts,
 }
@@ -212,7 +213,7 @@ impl Engine<'_> {
                     kind: "ConfigMap".into(),
                     namespace: Some(namespace.clone()),
                     name: name.clone(),
-                    field_masks: references::field_masks(self.settings, &entry.name),
+                    field_masks: self.config_map_masks.for_entry(&entry.name),
                 })
                 .map_err(|e| {
                     format!(

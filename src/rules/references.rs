@@ -12,12 +12,45 @@
 //! key built from another variable) keeps the whole object: masks only ever
 //! remove what no expression can read.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
 use jmespath::ast::{Ast, KeyValuePair};
 use serde_json::Value;
 
 /// Stands for a nested `{{ ... }}` while the outer expression is parsed: its
 /// value is only known at evaluation.
 const DYNAMIC: &str = "\u{e000}nested\u{e000}";
+
+/// The field masks of each ConfigMap context entry, worked out once per
+/// entry name for the whole evaluation: a `foreach` may read the same entry
+/// for every element.
+pub struct ConfigMapMasks<'s> {
+    settings: &'s str,
+    known: RefCell<BTreeMap<String, Vec<String>>>,
+}
+
+impl<'s> ConfigMapMasks<'s> {
+    /// For the rules in `settings` (the settings text).
+    pub fn new(settings: &'s str) -> Self {
+        ConfigMapMasks {
+            settings,
+            known: RefCell::default(),
+        }
+    }
+
+    /// The masks for the entry named `name`.
+    pub fn for_entry(&self, name: &str) -> Vec<String> {
+        if let Some(masks) = self.known.borrow().get(name) {
+            return masks.clone();
+        }
+        let masks = field_masks(self.settings, name);
+        self.known
+            .borrow_mut()
+            .insert(name.to_string(), masks.clone());
+        masks
+    }
+}
 
 /// The field masks for context variable `name` as the rules in `settings`
 /// read it; empty when the whole object is needed (or nothing reads it).
