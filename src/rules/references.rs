@@ -22,6 +22,10 @@ use serde_json::Value;
 /// value is only known at evaluation.
 const DYNAMIC: &str = "\u{e000}nested\u{e000}";
 
+/// Templates nested deeper than this are not followed (the object is read
+/// whole), which bounds the recursion on any settings text.
+const MAX_TEMPLATE_NESTING: usize = 16;
+
 /// The field masks of each ConfigMap context entry, worked out once per
 /// entry name for the whole evaluation: a `foreach` may read the same entry
 /// for every element.
@@ -131,9 +135,17 @@ impl Reads<'_> {
     /// Every `{{ ... }}` in `text`, the innermost first, each read as an
     /// expression with its nested ones standing for unknown text.
     fn templates(&mut self, text: &str) {
+        self.templates_at(text, 0);
+    }
+
+    fn templates_at(&mut self, text: &str, depth: usize) {
         // Without braces nothing is evaluated; a nested template may name
         // any variable, so it is read even when the name is not in sight.
         if !text.contains("{{") {
+            return;
+        }
+        if depth > MAX_TEMPLATE_NESTING {
+            self.whole = true;
             return;
         }
         let mut rest = text;
@@ -143,7 +155,7 @@ impl Reads<'_> {
                 // Unbalanced: Kyverno leaves it as text; look no further.
                 return;
             };
-            self.templates(body);
+            self.templates_at(body, depth + 1);
             self.expression(&flatten(body));
             rest = after.get(body.len() + 2..).unwrap_or("");
         }
@@ -151,6 +163,12 @@ impl Reads<'_> {
 
     fn expression(&mut self, text: &str) {
         if !text.contains(self.name) && !text.contains(DYNAMIC) {
+            return;
+        }
+        // The parser recurses: what the engine would not parse is not
+        // parsed here either.
+        if super::jmes::check_bounds(text).is_err() {
+            self.whole = true;
             return;
         }
         match jmespath::parse(text) {
@@ -330,6 +348,8 @@ mod tests {
             json!({"mutate": {"patchStrategicMerge": {"x": "{{ pools.data.a }}"}}, "context": [
                 {"name": "y", "variable": {"jmesPath": "pools"}}]}),
             json!({"mutate": {"patchStrategicMerge": {"x": "nothing reads it"}}}),
+            json!({"mutate": {"patchStrategicMerge": {"x": format!("{}pools.data.a{}", "{{".repeat(5000), "}}".repeat(5000))}}}),
+            json!({"mutate": {"patchStrategicMerge": {"x": format!("{{{{ pools.data.a || {}1{} }}}}", "(".repeat(40), ")".repeat(40))}}}),
         ] {
             assert_eq!(masks(rule.clone()), Vec::<String>::new(), "{rule}");
         }
