@@ -148,6 +148,14 @@ run_case() {
   run_case kyverno_mutate_pod_binding_node_without_zone
 }
 
+@test "kyverno_namespaced_policy_in_its_namespace: a pasted namespaced Policy applies to Bindings in its namespace" {
+  run_case kyverno_namespaced_policy_in_its_namespace
+}
+
+@test "kyverno_namespaced_policy_elsewhere: a pasted namespaced Policy leaves other namespaces alone, without a host call" {
+  run_case kyverno_namespaced_policy_elsewhere
+}
+
 @test "kyverno_rules_do_not_touch_pods: Pod/binding does not match a Pod" {
   run_case kyverno_rules_do_not_touch_pods
 }

@@ -56,13 +56,19 @@ fn is_dns_subdomain(prefix: &[u8]) -> bool {
         })
 }
 
-fn check_name_part(name: &str) -> Result<(), String> {
+/// Names and name parts: 1 to 63 characters.
+fn check_length(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("must not be empty".into());
     }
     if name.len() > NAME_MAX {
         return Err(format!("is longer than {NAME_MAX} characters"));
     }
+    Ok(())
+}
+
+fn check_name_part(name: &str) -> Result<(), String> {
+    check_length(name)?;
     if !name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
@@ -91,6 +97,23 @@ fn check_dns_subdomain(prefix: &str) -> Result<(), String> {
         if !ok {
             return Err("is not a DNS subdomain (lowercase letters, digits, '-' and '.')".into());
         }
+    }
+    Ok(())
+}
+
+/// Checks a namespace name: a DNS-1123 label (at most 63 lowercase letters,
+/// digits and '-', starting and ending alphanumeric).
+pub fn check_dns_label(name: &str) -> Result<(), String> {
+    check_length(name)?;
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        || !starts_and_ends_alphanumeric(name)
+    {
+        return Err(
+            "is not a namespace name (lowercase letters, digits and '-', starting and ending with a letter or digit)"
+                .into(),
+        );
     }
     Ok(())
 }

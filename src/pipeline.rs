@@ -100,6 +100,12 @@ impl<'a> Pipeline<'a> {
         };
         let cluster = CachedCluster::new(self.cluster);
         let mut inputs: Option<RuleInputs> = None;
+        // A pasted namespaced Policy sees only requests in its namespace.
+        let rules_apply = self
+            .plan
+            .rules_namespace
+            .as_deref()
+            .is_none_or(|namespace| self.request.field::<String>("namespace") == namespace);
         for step in self.plan.steps() {
             let result = match step {
                 Step::NodeMetadata => match (&placement, outcome.object.as_mut()) {
@@ -109,6 +115,7 @@ impl<'a> Pipeline<'a> {
                     // Only Bindings and placed Pods have a Node to read.
                     _ => continue,
                 },
+                Step::Rule(_) if !rules_apply => continue,
                 Step::Rule(rule) => {
                     let Some(ready) = self.rule_inputs(&mut inputs, &mut outcome) else {
                         // Nothing to mutate (DELETE, CONNECT) or no request data.

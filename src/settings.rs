@@ -56,6 +56,9 @@ pub struct Settings {
 pub struct PolicyMetadata {
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+    /// A namespaced `Policy` applies only in its namespace.
+    #[serde(default)]
+    pub namespace: Option<String>,
 }
 
 /// Kyverno's `ClusterPolicy.spec`, as far as admission mutation goes.
@@ -313,6 +316,9 @@ pub struct PolicyPlan {
     pub on_preset_keys: PresetKeys,
     /// Which Pod controllers Pod rules are also generated for.
     pub autogen: Autogen,
+    /// A pasted namespaced `Policy`'s namespace: its rules see only requests
+    /// in it (cluster-scoped objects have none, so they are never matched).
+    pub rules_namespace: Option<String>,
 }
 
 /// Kyverno's autogen: a rule that matches only Pods also applies to the Pod
@@ -346,6 +352,8 @@ struct Document {
     rules: Option<Vec<RuleSpec>>,
     failure_policy: Option<FailurePolicy>,
     autogen: Autogen,
+    /// Set for a namespaced `Policy`: where its rules apply.
+    namespace: Option<String>,
 }
 
 impl PolicyPlan {
@@ -484,6 +492,7 @@ impl Settings {
             failure_policy,
             autogen,
             on_preset_keys: self.on_preset_keys,
+            rules_namespace: document.namespace,
         })
     }
 }
@@ -495,6 +504,7 @@ impl Settings {
             rules: None,
             failure_policy: None,
             autogen: Autogen::default(),
+            namespace: None,
         };
         let pasted = self.spec.is_some() || self.kind.is_some() || self.api_version.is_some();
         if !pasted {
@@ -512,7 +522,23 @@ impl Settings {
             }
         }
         match self.kind.as_deref() {
-            Some("ClusterPolicy" | "Policy") => {}
+            Some("ClusterPolicy") => {}
+            Some("Policy") => {
+                // Kyverno applies a Policy only to requests in its own
+                // namespace; one written without a namespace lands, like
+                // any namespaced object applied so, in `default`.
+                let namespace = self
+                    .metadata
+                    .as_ref()
+                    .and_then(|m| m.namespace.clone())
+                    .unwrap_or_else(|| "default".to_string());
+                if let Err(why) = crate::k8s_names::check_dns_label(&namespace) {
+                    return Err(format!(
+                        "settings.metadata.namespace: {namespace:?} {why}: a namespaced Policy applies only in its namespace"
+                    ));
+                }
+                document.namespace = Some(namespace);
+            }
             other => {
                 return Err(format!(
                     "settings.kind: {other:?}: a pasted policy must be a ClusterPolicy or Policy"
@@ -1035,5 +1061,24 @@ mod tests {
         assert!(refused(&document("{}", r#""applyRules":"One","#)).contains("applyRules"));
         assert!(refused(r#"{"metadata":{}}"#).starts_with("settings.metadata:"));
         assert!(refused(&document("{}", r#""typo":1,"#)).contains("settings.spec.typo"));
+    }
+
+    #[test]
+    fn a_namespaced_policy_keeps_to_its_namespace() {
+        let policy = |metadata: &str| document(metadata, "").replace("ClusterPolicy", "Policy");
+        let plan = load_str(&policy(r#"{"name":"p","namespace":"team-a"}"#)).unwrap();
+        assert_eq!(plan.rules_namespace.as_deref(), Some("team-a"));
+        let plan = load_str(&policy(r#"{"name":"p"}"#)).unwrap();
+        assert_eq!(
+            plan.rules_namespace.as_deref(),
+            Some("default"),
+            "written without one, it lands in default as kubectl would put it"
+        );
+        let msg = refused(&policy(r#"{"namespace":"Team_A"}"#));
+        assert!(
+            msg.starts_with("settings.metadata.namespace: \"Team_A\" is not a namespace name"),
+            "{msg}"
+        );
+        assert_eq!(load_str(&document("{}", "")).unwrap().rules_namespace, None);
     }
 }

@@ -293,6 +293,39 @@ mod one_pipeline {
 mod point2_match_exclude {
     use super::*;
 
+    #[test]
+    fn a_namespaced_policy_matches_only_in_its_namespace() {
+        let policy = |kind: &str, namespace: Option<&str>| {
+            let mut metadata = json!({"name": "p"});
+            if let Some(namespace) = namespace {
+                metadata["namespace"] = json!(namespace);
+            }
+            json!({"apiVersion": "kyverno.io/v1", "kind": kind, "metadata": metadata,
+                "spec": marking(json!({"match": binding_match()}))})
+        };
+        // binding.json binds a Pod in `default`.
+        assert!(marked(&run(
+            "binding.json",
+            policy("Policy", Some("default"))
+        )));
+        assert!(marked(&run("binding.json", policy("Policy", None))));
+        let elsewhere = run("binding.json", policy("Policy", Some("team-a")));
+        assert!(elsewhere.accepted && elsewhere.mutated_object.is_none());
+        assert!(marked(&run(
+            "binding.json",
+            policy("ClusterPolicy", Some("team-a"))
+        )));
+        // Cluster-scoped objects have no namespace: a Policy never sees them.
+        let node = |kind: &str| {
+            json!({"apiVersion": "kyverno.io/v1", "kind": kind,
+                "metadata": {"name": "p", "namespace": "default"},
+                "spec": marking(json!({"match": {"any": [{"resources": {"kinds": ["Node"]}}]}}))})
+        };
+        assert!(marked(&run("node-create.json", node("ClusterPolicy"))));
+        let response = run("node-create.json", node("Policy"));
+        assert!(response.accepted && response.mutated_object.is_none());
+    }
+
     fn matches(file: &str, spec: Value) -> bool {
         marked(&run(file, marking(json!({"match": spec}))))
     }
