@@ -65,11 +65,19 @@ pub fn reach(expression: &str) -> Option<Reach<'_>> {
     let mut reach = Reach::Fields(Vec::new());
     for term in terms(expression)?.iter().flatten() {
         let Term::Path(path) = term else { continue };
-        let mut at = &mut reach;
-        for name in segments(path) {
+        reach.take(segments(path));
+    }
+    Some(reach)
+}
+
+impl<'e> Reach<'e> {
+    /// Adds a path (field names from the top) and all below it.
+    pub fn take(&mut self, path: impl IntoIterator<Item = &'e str>) {
+        let mut at = self;
+        for name in path {
             let Reach::Fields(fields) = at else {
                 // An earlier path already takes all of this.
-                break;
+                return;
             };
             let index = match fields.iter().position(|(n, _)| *n == name) {
                 Some(index) => index,
@@ -78,13 +86,13 @@ pub fn reach(expression: &str) -> Option<Reach<'_>> {
                     fields.len() - 1
                 }
             };
-            at = &mut fields.get_mut(index)?.1;
+            let Some((_, inner)) = fields.get_mut(index) else {
+                return;
+            };
+            at = inner;
         }
-        if let Reach::Fields(_) = at {
-            *at = Reach::Whole;
-        }
+        *at = Reach::Whole;
     }
-    Some(reach)
 }
 
 /// The host field masks (dotted paths, Kubewarden 1.35) that keep what a

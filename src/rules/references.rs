@@ -18,6 +18,8 @@ use std::collections::BTreeMap;
 use jmespath::ast::{Ast, KeyValuePair};
 use serde_json::Value;
 
+use super::field_paths::{self, Reach};
+
 /// Stands for a nested `{{ ... }}` while the outer expression is parsed: its
 /// value is only known at evaluation.
 const DYNAMIC: &str = "\u{e000}nested\u{e000}";
@@ -68,35 +70,21 @@ pub fn field_masks(settings: &str, name: &str) -> Vec<String> {
         whole: false,
     };
     reads.value(&settings, None);
-    if reads.whole || reads.paths.is_empty() {
+    if reads.whole {
         return Vec::new();
     }
-    let mut masks: Vec<String> = Vec::new();
-    for path in reads.paths {
-        // A mask step cannot hold a dot, and a dynamic or empty step names
-        // no field: the map above it is kept whole.
-        let kept: Vec<&str> = path
-            .iter()
-            .map(String::as_str)
-            .take_while(|step| !step.is_empty() && !step.contains('.') && !step.contains(DYNAMIC))
-            .collect();
-        if kept.is_empty() {
-            return Vec::new();
-        }
-        masks.push(kept.join("."));
+    // Masks follow the same rules as an `apiCall`'s: a step with a dot keeps
+    // the map above it whole. A step only known at evaluation names no field
+    // either: the path stops before it and takes all below.
+    let mut reach = Reach::Fields(Vec::new());
+    for path in &reads.paths {
+        reach.take(
+            path.iter()
+                .map(String::as_str)
+                .take_while(|step| !step.contains(DYNAMIC)),
+        );
     }
-    masks.sort();
-    masks.dedup();
-    // A mask under another one adds nothing.
-    let covered = |mask: &String, all: &[String]| {
-        all.iter().any(|other| {
-            mask.strip_prefix(other.as_str())
-                .is_some_and(|rest| rest.starts_with('.'))
-        })
-    };
-    let all = masks.clone();
-    masks.retain(|mask| !covered(mask, &all));
-    masks
+    field_paths::field_masks(&reach)
 }
 
 /// The paths read below the variable, gathered over the whole settings.
