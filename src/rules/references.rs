@@ -24,8 +24,12 @@ use super::field_paths::{self, Reach};
 /// value is only known at evaluation.
 const DYNAMIC: &str = "\u{e000}nested\u{e000}";
 
-/// Templates nested deeper than this are not followed (the object is read
-/// whole), which bounds the recursion on any settings text.
+/// Stands for an escaped `\{{` while templates are looked for.
+const ESCAPED_OPEN: &str = "\u{e000}escaped\u{e000}";
+
+/// Templates nested deeper than this, or more unmatched `{{` than this in
+/// one string, are not followed (the object is read whole), which bounds the
+/// work on any settings text.
 const MAX_TEMPLATE_NESTING: usize = 16;
 
 /// The field masks of each ConfigMap context entry, worked out once per
@@ -123,7 +127,12 @@ impl Reads<'_> {
     /// Every `{{ ... }}` in `text`, the innermost first, each read as an
     /// expression with its nested ones standing for unknown text.
     fn templates(&mut self, text: &str) {
-        self.templates_at(text, 0);
+        // `\{{` is text, not a template, as the engine reads it.
+        if text.contains("\\{{") {
+            self.templates_at(&text.replace("\\{{", ESCAPED_OPEN), 0);
+        } else {
+            self.templates_at(text, 0);
+        }
     }
 
     fn templates_at(&mut self, text: &str, depth: usize) {
@@ -137,11 +146,20 @@ impl Reads<'_> {
             return;
         }
         let mut rest = text;
+        let mut unmatched = 0;
         while let Some(open) = rest.find("{{") {
             let after = rest.get(open + 2..).unwrap_or("");
             let Some(body) = balanced(after) else {
-                // Unbalanced: Kyverno leaves it as text; look no further.
-                return;
+                // An unmatched `{{` is text; templates after it still count
+                // (the engine resolves the innermost ones). Each one costs a
+                // scan of the rest, so only so many are looked past.
+                unmatched += 1;
+                if unmatched > MAX_TEMPLATE_NESTING {
+                    self.whole = true;
+                    return;
+                }
+                rest = after;
+                continue;
             };
             self.templates_at(body, depth + 1);
             self.expression(&flatten(body));
@@ -336,6 +354,9 @@ mod tests {
             json!({"mutate": {"patchStrategicMerge": {"x": "{{ pools.data.a }}"}}, "context": [
                 {"name": "y", "variable": {"jmesPath": "pools"}}]}),
             json!({"mutate": {"patchStrategicMerge": {"x": "nothing reads it"}}}),
+            json!({"mutate": {"patchStrategicMerge": {"x": "\\{{ {{ pools }}", "y": "{{ pools.data.a }}"}}}),
+            json!({"mutate": {"patchStrategicMerge": {"x": "{{ oops {{ pools }}", "y": "{{ pools.data.a }}"}}}),
+            json!({"mutate": {"patchStrategicMerge": {"x": format!("{} {{{{ pools.data.b }}}}", "{{ ".repeat(50_000)), "y": "{{ pools.data.a }}"}}}),
             json!({"mutate": {"patchStrategicMerge": {"x": format!("{}pools.data.a{}", "{{".repeat(5000), "}}".repeat(5000))}}}),
             json!({"mutate": {"patchStrategicMerge": {"x": format!("{{{{ pools.data.a || {}1{} }}}}", "(".repeat(40), ")".repeat(40))}}}),
         ] {
