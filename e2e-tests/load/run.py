@@ -9,7 +9,8 @@ row with wrk: rows interleaved and repeated, so a noisy machine still gives
 steady ratios. Prints req/s, p50 and p99 per row (medians over the rounds),
 the ratio to the row's reference, policy-server's own CPU time and page faults
 per request (read from /proc, so the load generator's share of the two cores
-is left out), and how often the API server was asked for each Node. Loopback only; stops by itself.
+is left out), and how often the API server was asked for each Node.
+Loopback only; stops by itself.
 
 Usage: run.py --policy A.wasm --baseline B.wasm --floor F.wasm
               [--variant NAME=ANNOTATED.wasm ...] [--duration S] [--rounds N]
