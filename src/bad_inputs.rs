@@ -91,7 +91,19 @@ struct Case {
     reads_node: bool,
 }
 
-fn settings_case(settings: &'static str) -> (Vec<u8>, Host) {
+/// A strategic merge patch pasted as a YAML string.
+const ROOT_STRING_PATCH: &str = r#"{"rules":[{"name":"r","match":{"any":[{"resources":{"kinds":["Pod/binding"]}}]},"mutate":{"patchStrategicMerge":"metadata: {}"}}]}"#;
+
+/// A Binding rule applying `patch` (a JSON Patch text).
+fn json6902_rule(failure_policy: &str, patch: &str) -> Value {
+    json!({"failurePolicy": failure_policy, "rules": [{
+        "name": "r",
+        "match": {"any": [{"resources": {"kinds": ["Pod/binding"]}}]},
+        "mutate": {"patchesJson6902": patch}
+    }]})
+}
+
+fn settings_case(settings: &str) -> (Vec<u8>, Host) {
     (settings.as_bytes().to_vec(), node_1())
 }
 
@@ -583,6 +595,121 @@ fn catalog() -> Vec<Case> {
             },
             // The host is asked (for the RoleBindings), not for the Node.
             reads_node: true,
+        },
+        Case {
+            when: "a rule's `patchStrategicMerge` is a string or a list (a YAML patch pasted as quoted text)",
+            answer_text: "settings.rules[0].mutate.patchStrategicMerge: a strategic merge patch must be a map of the object's fields",
+            answer: SettingsRefused(
+                "settings.rules[0].mutate.patchStrategicMerge: a strategic merge patch must be a map of the object's fields (such as `metadata: {annotations: ...}`), not a string",
+            ),
+            run: || settings_case(ROOT_STRING_PATCH),
+            reads_node: false,
+        },
+        Case {
+            when: "a rule's patch would replace the whole object (`failurePolicy: Ignore`)",
+            answer_text: "accepted unchanged, with the warning \"rule \"r\" not applied: the mutation would replace the whole object with the string",
+            answer: Accepted {
+                patched: false,
+                warning: "rule \"r\" not applied: the mutation would replace the whole object with the string \"busybox\"; refused",
+            },
+            run: || {
+                (
+                    payload(
+                        fixture("binding.json"),
+                        json6902_rule(
+                            "Ignore",
+                            r#"[{"op":"replace","path":"","value":"{{ request.object.metadata.name }}"}]"#,
+                        ),
+                    ),
+                    node_1(),
+                )
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a rule's patch would remove or change a Binding's `target`, or the object's `kind`, `apiVersion`, `metadata.name` or `metadata.namespace` (`failurePolicy: Fail`)",
+            answer_text: "rejected: rule \"r\": the mutation would remove target, which says which object this is",
+            answer: Rejected(
+                "rule \"r\": the mutation would remove target, which says which object this is; refused",
+            ),
+            run: || {
+                (
+                    payload(
+                        fixture("binding.json"),
+                        json6902_rule("Fail", r#"[{"op":"remove","path":"/target"}]"#),
+                    ),
+                    node_1(),
+                )
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "the settings are a Kyverno `MutatingPolicy` (or another kind this version does not run)",
+            answer_text: "settings.kind: MutatingPolicy (policies.kyverno.io) is not supported by this version of the policy",
+            answer: SettingsRefused(
+                "settings.kind: MutatingPolicy (policies.kyverno.io) is not supported by this version of the policy",
+            ),
+            run: || {
+                settings_case(
+                    r#"{"apiVersion":"policies.kyverno.io/v1","kind":"MutatingPolicy","metadata":{"name":"m"},"spec":{"matchConstraints":{},"mutations":[]}}"#,
+                )
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a `copy` entry is written as a bare string",
+            answer_text: "settings.copy[0]: invalid type: string \"topology.kubernetes.io/zone\", expected a copy entry, a map such as `{label: topology.kubernetes.io/zone}`",
+            answer: SettingsRefused(
+                "expected a copy entry, a map such as `{label: topology.kubernetes.io/zone}` or `{annotation: example.com/rack}`",
+            ),
+            run: || settings_case(r#"{"copy":["topology.kubernetes.io/zone"]}"#),
+            reads_node: false,
+        },
+        Case {
+            when: "a rule reads a variable nothing defines (`{{ zne }}`)",
+            answer_text: "settings.rules[0] (rule \"r\"): variable {{zne}} is not defined",
+            answer: SettingsRefused(
+                "settings.rules[0] (rule \"r\"): variable {{zne}} is not defined",
+            ),
+            run: || {
+                settings_case(
+                    r#"{"rules":[{"name":"r","match":{"any":[{"resources":{"kinds":["Pod/binding"]}}]},"mutate":{"patchStrategicMerge":{"metadata":{"annotations":{"zone":"{{ zne }}"}}}}}]}"#,
+                )
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a glob meets only Node keys under `kubernetes.io/` or `k8s.io/` (`*/zone`)",
+            answer_text: "accepted unchanged, with the warning \"settings.copy[0] glob \"*/zone\" matched only Node labels under prefixes Kubernetes reserves",
+            answer: Accepted {
+                patched: false,
+                warning: "settings.copy[0] glob \"*/zone\" matched only Node labels under prefixes Kubernetes reserves (topology.kubernetes.io/zone), so nothing was copied",
+            },
+            run: || {
+                (
+                    payload(
+                        fixture("binding.json"),
+                        json!({"copy": [{"label": "*/zone"}]}),
+                    ),
+                    node_1(),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "settings are `copy: []`, `rules: []` or a policy with `spec.rules: []`",
+            answer_text: "accepted unchanged: an empty list means nothing, not the zone/region default",
+            answer: Accepted {
+                patched: false,
+                warning: "",
+            },
+            run: || {
+                (
+                    payload(fixture("binding.json"), json!({"rules": []})),
+                    node_1(),
+                )
+            },
+            reads_node: false,
         },
         Case {
             when: "settings list more than 500 entries",

@@ -77,6 +77,7 @@ pub fn exercise(data: &[u8]) {
     if let Some(mutated) = &response.mutated_object {
         assert!(response.accepted, "mutated a rejected request");
         let original = request.get("object").unwrap_or(&Value::Null);
+        check_identity(original, mutated);
         check_written(original, mutated, "labels", true);
         check_written(original, mutated, "annotations", false);
         let total = |object: &Value| -> usize {
@@ -92,6 +93,33 @@ pub fn exercise(data: &[u8]) {
         assert!(
             total(mutated) <= total(original).max(TOTAL_ANNOTATION_SIZE_LIMIT),
             "annotations pushed over the size limit"
+        );
+    }
+}
+
+/// The answer is still the object received: never the root replaced or
+/// removed, never another kind, apiVersion, name or namespace, never a
+/// Binding sent to another target. (Checked here on its own terms, not
+/// through the policy's guard.)
+fn check_identity(original: &Value, mutated: &Value) {
+    assert!(
+        mutated.is_object(),
+        "the answer replaces the object with {mutated}"
+    );
+    let mut fields = vec![
+        "/apiVersion",
+        "/kind",
+        "/metadata/name",
+        "/metadata/namespace",
+    ];
+    if original.get("kind").and_then(Value::as_str) == Some("Binding") {
+        fields.push("/target");
+    }
+    for field in fields {
+        assert_eq!(
+            original.pointer(field),
+            mutated.pointer(field),
+            "the answer changes {field}"
         );
     }
 }

@@ -29,6 +29,7 @@
 pub mod admission;
 pub mod cluster;
 pub mod glob;
+pub mod identity;
 pub mod k8s_names;
 pub mod mutation;
 pub mod node_lookup;
@@ -79,20 +80,52 @@ fn validate(payload: &[u8]) -> CallResult {
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {
-    Ok(serde_json::to_vec(&check_settings(payload))?)
+    let (response, warnings) = check_settings_and_warn(payload);
+    for warning in warnings {
+        log_warning(&warning);
+    }
+    Ok(serde_json::to_vec(&response)?)
+}
+
+/// A warning in the host's log: policy-server reads nothing but `valid` and
+/// `message` of a settings answer, and keeps `message` only when the settings
+/// are refused, so settings that load but will not do what they seem to say
+/// are reported this way, when the policy is loaded.
+fn log_warning(warning: &str) {
+    let entry = serde_json::json!({
+        "level": "warning",
+        "message": format!("{WARNING_PREFIX}{warning}"),
+        "policy": "node-metadata-policy",
+    });
+    if let Ok(entry) = serde_json::to_vec(&entry) {
+        // A host that cannot log loses a warning, nothing else.
+        let _ = host_call("kubewarden", "tracing", "log", &entry);
+    }
 }
 
 /// `validate_settings`: never an error, always an answer with the reason.
 pub fn check_settings(raw: &[u8]) -> SettingsValidationResponse {
+    check_settings_and_warn(raw).0
+}
+
+/// The settings answer, and the warnings about settings that load but will
+/// not do what they seem to say.
+pub fn check_settings_and_warn(raw: &[u8]) -> (SettingsValidationResponse, Vec<String>) {
     match settings::load(raw) {
-        Ok(_) => SettingsValidationResponse {
-            valid: true,
-            message: None,
-        },
-        Err(message) => SettingsValidationResponse {
-            valid: false,
-            message: Some(message),
-        },
+        Ok(plan) => (
+            SettingsValidationResponse {
+                valid: true,
+                message: None,
+            },
+            plan.load_warnings(),
+        ),
+        Err(message) => (
+            SettingsValidationResponse {
+                valid: false,
+                message: Some(message),
+            },
+            Vec::new(),
+        ),
     }
 }
 

@@ -30,6 +30,8 @@ pub const MAX_KEYS_WRITTEN: usize = 1000;
 pub fn select<'p>(plan: &'p PolicyPlan, node_name: &str, node: &NodeMetadata) -> Selection<'p> {
     let mut selection = Selection::default();
     let mut skipped = 0usize;
+    // Entries that met only reserved keys, with those keys.
+    let mut only_withheld = Vec::new();
     for rule in &plan.copy {
         let source = match rule.source {
             Source::Label => &node.labels,
@@ -53,6 +55,10 @@ pub fn select<'p>(plan: &'p PolicyPlan, node_name: &str, node: &NodeMetadata) ->
                     .map(|(k, v)| (k.as_str(), v.as_str())),
             );
         }
+        // Reserved keys this glob met and left out: worth a word when they
+        // are all it met and no other entry wrote them.
+        let mut withheld = Vec::new();
+        let mut copied = false;
         for (node_key, value) in found {
             if selection
                 .annotations
@@ -74,8 +80,10 @@ pub fn select<'p>(plan: &'p PolicyPlan, node_name: &str, node: &NodeMetadata) ->
             // Keys under kubernetes.io / k8s.io are Kubernetes' own: write them
             // only where the settings spell that prefix out.
             if reserved_prefix(&pod_key).is_some() && !rule.names_prefix_of(&pod_key) {
+                withheld.push(pod_key);
                 continue;
             }
+            copied = true;
             if rule.destination.annotations() {
                 selection
                     .annotations
@@ -93,6 +101,24 @@ pub fn select<'p>(plan: &'p PolicyPlan, node_name: &str, node: &NodeMetadata) ->
                     )),
                 }
             }
+        }
+        if !copied && !withheld.is_empty() {
+            only_withheld.push((rule, withheld));
+        }
+    }
+    for (rule, mut withheld) in only_withheld {
+        withheld.retain(|key| {
+            !selection.annotations.contains_key(key) && !selection.labels.contains_key(key)
+        });
+        if let Some(example) = withheld.first() {
+            let prefix = example.split_once('/').map_or("", |(prefix, _)| prefix);
+            selection.warnings.push(format!(
+                "settings.{} glob {:?} matched only Node {}s under prefixes Kubernetes reserves ({}), so nothing was copied: such keys are copied only by an entry that spells the prefix out, such as \"{prefix}/*\"",
+                rule.origin,
+                rule.selector.as_str(),
+                rule.source.noun(),
+                withheld.join(", ")
+            ));
         }
     }
     if skipped > 0 {

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::admission::{AdmissionRequest, Subject};
 use crate::cluster::{CachedCluster, Cluster};
+use crate::identity;
 use crate::mutation::{self, ObjectKind};
 use crate::node_lookup::{self, NodeFields, NodeLookup};
 use crate::object::Object;
@@ -242,7 +243,7 @@ impl<'a> Pipeline<'a> {
         match engine.apply(rule, &inputs.request, subject, cluster) {
             Ok(RuleResult::Skipped) => Ok((false, Vec::new())),
             Ok(RuleResult::Applied(mutated)) => {
-                let mut mutated = match template {
+                let mutated = match template {
                     Some(pointer) => {
                         let mut whole = object.clone();
                         rules::autogen::write_back(&mut whole, pointer, mutated);
@@ -250,10 +251,10 @@ impl<'a> Pipeline<'a> {
                     }
                     None => mutated,
                 };
-                let warnings = mutation::guard_metadata(object, &mut mutated);
-                let changed = mutated != *object;
-                *object = mutated;
-                Ok((changed, warnings))
+                commit(object, mutated).map_err(|why| StepError::Failed {
+                    ignored: format!("rule {:?} not applied: {why}", rule.name),
+                    message: format!("rule {:?}: {why}", rule.name),
+                })
             }
             Err(why) => {
                 let message = format!("rule {:?}: {why}", rule.name);
@@ -264,4 +265,17 @@ impl<'a> Pipeline<'a> {
             }
         }
     }
+}
+
+/// Where an engine's result becomes the object the answer carries: one gate
+/// for every policy language. The object must stay the object it was
+/// ([`identity::check`]); metadata the rules wrote is checked the way the
+/// short form checks its own keys. Returns whether anything changed and the
+/// warnings; on `Err` the object is left as it was.
+fn commit(object: &mut Value, mut mutated: Value) -> Result<(bool, Vec<String>), String> {
+    identity::check(object, &mutated)?;
+    let warnings = mutation::guard_metadata(object, &mut mutated);
+    let changed = mutated != *object;
+    *object = mutated;
+    Ok((changed, warnings))
 }

@@ -109,7 +109,11 @@ pub const MAX_COPY_ENTRIES: usize = 500;
 /// One short-form entry: copy a Node label or annotation (an exact key or a
 /// glob) onto the Pod.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(
+    deny_unknown_fields,
+    rename_all = "camelCase",
+    expecting = "a copy entry, a map such as `{label: topology.kubernetes.io/zone}` or `{annotation: example.com/rack}`"
+)]
 pub struct CopyEntry {
     /// Node label key or glob to read. Exactly one of `label` / `annotation`.
     pub label: Option<String>,
@@ -360,6 +364,29 @@ impl PolicyPlan {
     pub fn reads(&self, source: Source) -> bool {
         self.copy.iter().any(|r| r.source == source)
     }
+
+    /// What is worth saying about settings that load but may not do what
+    /// they seem to: logged when the policy is loaded.
+    pub fn load_warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.copy.is_empty() && self.rules.is_empty() {
+            warnings.push("settings: these settings copy nothing and run no rules, so the policy changes nothing (an empty `copy` or `rules` list means nothing; leave both out for the zone and region default)".to_string());
+        }
+        for rule in &self.copy {
+            // Keys under kubernetes.io/ and k8s.io/ are written only by an
+            // entry that spells that prefix out; a glob that does not can
+            // still meet them on a Node, and leaves them out.
+            if !rule.selector.is_exact() && !rule.target.literal_prefix().contains('/') {
+                let field = rule.source.noun();
+                warnings.push(format!(
+                    "settings.{}.{field}: glob {:?} leaves out the Node {field}s it matches under prefixes Kubernetes reserves (kubernetes.io/, k8s.io/: for example topology.kubernetes.io/zone); to copy those, add an entry that spells the prefix out, such as {{{field}: \"topology.kubernetes.io/*\"}}",
+                    rule.origin,
+                    rule.selector.as_str(),
+                ));
+            }
+        }
+        warnings
+    }
 }
 
 /// The Node labels copied when the settings ask for nothing.
@@ -384,6 +411,13 @@ pub fn parse(raw: &[u8]) -> Result<Settings, String> {
     if let Ok(settings) = serde_json::from_slice::<Settings>(raw) {
         return Ok(settings);
     }
+    // A document of another kind fails on its first field this schema lacks;
+    // name the kind instead, which is what is wrong.
+    if let Ok(head) = serde_json::from_slice::<DocumentHead>(raw)
+        && (head.api_version.is_some() || head.kind.is_some())
+    {
+        pasted_kind(head.api_version.as_deref(), head.kind.as_deref())?;
+    }
     let mut de = serde_json::Deserializer::from_slice(raw);
     let settings: Settings = serde_path_to_error::deserialize(&mut de).map_err(|err| {
         let path = err.path().to_string();
@@ -397,6 +431,81 @@ pub fn parse(raw: &[u8]) -> Result<Settings, String> {
     de.end()
         .map_err(|err| format!("settings: {}", without_position(&err)))?;
     Ok(settings)
+}
+
+/// The two fields that say what kind of document the settings are.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DocumentHead {
+    api_version: Option<String>,
+    kind: Option<String>,
+}
+
+/// The policy documents that can be pasted whole as the settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PastedKind {
+    ClusterPolicy,
+    Policy,
+}
+
+/// Policy kinds users may paste that this version does not run, with their
+/// API groups; refused by name rather than by the first field they have
+/// that a ClusterPolicy lacks.
+const OTHER_POLICY_KINDS: [(&str, &str); 6] = [
+    ("MutatingPolicy", "policies.kyverno.io"),
+    ("NamespacedMutatingPolicy", "policies.kyverno.io"),
+    ("MutatingAdmissionPolicy", "admissionregistration.k8s.io"),
+    ("ValidatingPolicy", "policies.kyverno.io"),
+    ("ValidatingAdmissionPolicy", "admissionregistration.k8s.io"),
+    ("ClusterAdmissionPolicy", "policies.kubewarden.io"),
+];
+
+/// What the settings take when pasted whole, for messages.
+const PASTABLE: &str = "a Kyverno ClusterPolicy or Policy (kyverno.io/v1), its spec.rules as `rules`, or the short form (`copy`)";
+
+/// Which pasted document `apiVersion` and `kind` describe, or why it cannot
+/// be pasted.
+fn pasted_kind(api_version: Option<&str>, kind: Option<&str>) -> Result<PastedKind, String> {
+    let pasted = match kind {
+        Some("ClusterPolicy") => PastedKind::ClusterPolicy,
+        Some("Policy") => PastedKind::Policy,
+        Some("ClusterAdmissionPolicy") => {
+            return Err(format!(
+                "settings.kind: ClusterAdmissionPolicy: these are the settings inside a Kubewarden policy (its spec.settings), not the policy itself; they take {PASTABLE}"
+            ));
+        }
+        Some(other) => {
+            let known = OTHER_POLICY_KINDS.iter().find(|(name, _)| *name == other);
+            let why = match known {
+                Some((name, group)) if name.starts_with("Validating") => {
+                    format!("{name} ({group}) validates; this policy mutates, and takes {PASTABLE}")
+                }
+                Some((name, group)) => format!(
+                    "{name} ({group}) is not supported by this version of the policy; it takes {PASTABLE}"
+                ),
+                None => {
+                    format!("{other:?} is not a policy this policy can run; it takes {PASTABLE}")
+                }
+            };
+            return Err(format!("settings.kind: {why}"));
+        }
+        None => {
+            return Err(format!(
+                "settings.kind: missing; a pasted policy document needs its kind (ClusterPolicy or Policy); the settings take {PASTABLE}"
+            ));
+        }
+    };
+    match api_version {
+        Some("kyverno.io/v1" | "kyverno.io/v2beta1") => Ok(pasted),
+        Some(other) => Err(format!(
+            "settings.apiVersion: {other:?}: a pasted Kyverno {kind} must be kyverno.io/v1 (or kyverno.io/v2beta1)",
+            kind = kind.unwrap_or_default()
+        )),
+        None => Err(format!(
+            "settings.apiVersion: missing; a pasted Kyverno {kind} needs apiVersion: kyverno.io/v1",
+            kind = kind.unwrap_or_default()
+        )),
+    }
 }
 
 /// serde_json ends messages with "at line L column C"; settings reach the
@@ -425,7 +534,14 @@ pub enum Checks {
 
 /// Parses and fully validates: `validate_settings`.
 pub fn load(raw: &[u8]) -> Result<PolicyPlan, String> {
-    parse(raw)?.compile(Checks::Full)
+    let plan = parse(raw)?.compile(Checks::Full)?;
+    if !plan.rules.is_empty() {
+        // What the rules' templates read, checked on the settings as written.
+        let settings: serde_json::Value = serde_json::from_slice(raw)
+            .map_err(|e| format!("settings: {}", without_position(&e)))?;
+        crate::rules::variable_names::check(&settings)?;
+    }
+    Ok(plan)
 }
 
 /// Parses for an evaluation: `validate`.
@@ -436,6 +552,10 @@ pub fn load_for_request(raw: &[u8]) -> Result<PolicyPlan, String> {
 impl Settings {
     pub fn compile(mut self, checks: Checks) -> Result<PolicyPlan, String> {
         let document = self.document()?;
+        // The zone/region default is for settings that ask for nothing: an
+        // explicit `rules` list (or a pasted policy), even an empty one, says
+        // what to do, as `copy: []` does.
+        let rules_given = self.rules.is_some() || document.rules.is_some();
         let rules = match (self.rules, document.rules) {
             (Some(_), Some(_)) => {
                 return Err("settings: `rules` and a pasted policy's `spec.rules` are alternatives; keep one".to_string());
@@ -464,7 +584,7 @@ impl Settings {
         let copy = match self.copy {
             // The built-in default is for settings that ask for nothing: a
             // pasted Kyverno policy acts through its rules alone.
-            None if !rules.is_empty() => Vec::new(),
+            None if rules_given => Vec::new(),
             None => DEFAULT_LABELS
                 .iter()
                 .map(|key| default_rule(key, checks))
@@ -513,17 +633,9 @@ impl Settings {
             }
             return Ok(document);
         }
-        match self.api_version.as_deref() {
-            Some("kyverno.io/v1" | "kyverno.io/v2beta1") => {}
-            other => {
-                return Err(format!(
-                    "settings.apiVersion: {other:?}: a pasted policy must be kyverno.io/v1 (or v2beta1)"
-                ));
-            }
-        }
-        match self.kind.as_deref() {
-            Some("ClusterPolicy") => {}
-            Some("Policy") => {
+        match pasted_kind(self.api_version.as_deref(), self.kind.as_deref())? {
+            PastedKind::ClusterPolicy => {}
+            PastedKind::Policy => {
                 // Kyverno applies a Policy only to requests in its own
                 // namespace; one written without a namespace lands, like
                 // any namespaced object applied so, in `default`.
@@ -538,11 +650,6 @@ impl Settings {
                     ));
                 }
                 document.namespace = Some(namespace);
-            }
-            other => {
-                return Err(format!(
-                    "settings.kind: {other:?}: a pasted policy must be a ClusterPolicy or Policy"
-                ));
             }
         }
         let Some(spec) = &mut self.spec else {
@@ -832,6 +939,59 @@ mod tests {
     #[test]
     fn explicit_empty_list_copies_nothing() {
         assert!(load_str(r#"{"copy": []}"#).unwrap().copy.is_empty());
+    }
+
+    #[test]
+    fn an_empty_rule_list_runs_nothing_instead_of_the_default() {
+        for settings in [
+            r#"{"rules": []}"#.to_string(),
+            document("{}", "").replace(&format!("[{}]", pod_rule()), "[]"),
+        ] {
+            let plan = load_str(&settings).unwrap();
+            assert!(plan.copy.is_empty() && plan.rules.is_empty(), "{settings}");
+        }
+        // With rules and no `copy`, still no default either.
+        assert!(load_str(&document("{}", "")).unwrap().copy.is_empty());
+    }
+
+    #[test]
+    fn copy_entries_written_as_strings_say_what_to_write() {
+        let msg = refused(r#"{"copy": ["topology.kubernetes.io/zone"]}"#);
+        assert_eq!(
+            msg,
+            "settings.copy[0]: invalid type: string \"topology.kubernetes.io/zone\", expected a copy entry, a map such as `{label: topology.kubernetes.io/zone}` or `{annotation: example.com/rack}`"
+        );
+    }
+
+    #[test]
+    fn other_policy_kinds_are_refused_by_kind() {
+        let mutating = r#"{"apiVersion":"policies.kyverno.io/v1","kind":"MutatingPolicy","metadata":{"name":"m"},
+            "spec":{"matchConstraints":{"resourceRules":[]},"mutations":[]}}"#;
+        let msg = refused(mutating);
+        assert!(
+            msg.starts_with("settings.kind: MutatingPolicy (policies.kyverno.io) is not supported by this version of the policy; it takes a Kyverno ClusterPolicy or Policy"),
+            "{msg}"
+        );
+        let msg = refused(
+            &mutating
+                .replace("\"MutatingPolicy\"", "\"MutatingAdmissionPolicy\"")
+                .replace("policies.kyverno.io/v1", "admissionregistration.k8s.io/v1"),
+        );
+        assert!(msg.starts_with("settings.kind: MutatingAdmissionPolicy (admissionregistration.k8s.io) is not supported"), "{msg}");
+        let msg = refused(r#"{"apiVersion":"kyverno.io/v1","kind":"Pod"}"#);
+        assert!(
+            msg.starts_with("settings.kind: \"Pod\" is not a policy"),
+            "{msg}"
+        );
+        let msg =
+            refused(r#"{"apiVersion":"policies.kyverno.io/v1","kind":"ClusterPolicy","spec":{}}"#);
+        assert_eq!(
+            msg,
+            "settings.apiVersion: \"policies.kyverno.io/v1\": a pasted Kyverno ClusterPolicy must be kyverno.io/v1 (or kyverno.io/v2beta1)"
+        );
+        assert!(!msg.contains("Some("), "{msg}");
+        let msg = refused(r#"{"kind":"ClusterPolicy","spec":{}}"#);
+        assert!(msg.starts_with("settings.apiVersion: missing"), "{msg}");
     }
 
     #[test]

@@ -992,8 +992,10 @@ mod point8_failure_policy {
 
     fn failing_then_marking(policy: &str) -> Value {
         json!({"failurePolicy": policy, "rules": [
+            // Reads a ConfigMap the cluster does not have.
             {"name": "broken", "match": binding_match(),
-             "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"x": "{{ missing.value }}"}}}}},
+             "context": [{"name": "missing", "apiCall": {"urlPath": "/api/v1/namespaces/default/configmaps/absent"}}],
+             "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"x": "{{ missing.data.value }}"}}}}},
             {"name": "fine", "match": binding_match(),
              "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"marker": "yes"}}}}}
         ]})

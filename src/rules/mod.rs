@@ -15,6 +15,7 @@ pub mod resources;
 pub mod spec;
 pub mod time;
 pub mod units;
+pub mod variable_names;
 pub mod variables;
 
 #[cfg(test)]
@@ -226,6 +227,10 @@ pub fn check(rules: &[RuleSpec], kinds: &[ResourceKind]) -> Result<(), String> {
                 at("mutate")
             ));
         }
+        check_strategic_merge(
+            mutate.patch_strategic_merge.as_ref(),
+            &at("mutate.patchStrategicMerge"),
+        )?;
         if let Some(text) = &mutate.patches_json6902
             && !text.contains("{{")
         {
@@ -277,6 +282,10 @@ fn check_foreach(
                 at_each("order")
             ));
         }
+        check_strategic_merge(
+            each.patch_strategic_merge.as_ref(),
+            &at_each("patchStrategicMerge"),
+        )?;
         check_context(&each.context, &at_each("context"), kinds)?;
         check_conditions(each.preconditions.as_ref(), &at_each("preconditions"))?;
         check_foreach(
@@ -287,6 +296,23 @@ fn check_foreach(
         )?;
     }
     Ok(())
+}
+
+/// A strategic merge patch is merged into the object, so it must be a map of
+/// the object's fields. Kyverno takes any other value into the policy and then
+/// fails every request it applies to ("wrong node kind: expected MappingNode");
+/// here it is refused when the policy loads. The usual slip is a patch pasted
+/// as a YAML string (`patchStrategicMerge: |` followed by quoted text).
+fn check_strategic_merge(patch: Option<&serde_json::Value>, at: &str) -> Result<(), String> {
+    let what = match patch {
+        None | Some(serde_json::Value::Object(_)) => return Ok(()),
+        Some(serde_json::Value::String(_)) => "a string",
+        Some(serde_json::Value::Array(_)) => "a list",
+        Some(_) => "a single value",
+    };
+    Err(format!(
+        "{at}: a strategic merge patch must be a map of the object's fields (such as `metadata: {{annotations: ...}}`), not {what}; write the fields as YAML under the key instead of quoting them"
+    ))
 }
 
 fn check_match(spec: &MatchSpec, at: &str) -> Result<(), String> {
