@@ -70,6 +70,12 @@ run_case() {
 
   [ "$(jq -c '.status.message // null' <<<"$response")" = "$(jq -c '.expect.message // null' <<<"$case")" ]
   [ "$(jq -c '.warnings // []' <<<"$response")" = "$(jq -c '.expect.warnings // []' <<<"$case")" ]
+
+  # What the policy logged while its settings loaded: kwctl writes it to
+  # stderr, as policy-server writes it to its log.
+  local logged
+  logged=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$stderr" | grep -o 'WARN .*policy_log.*' | grep -o 'node-metadata-policy: .*' | sed 's/ data={.*}$//' || true)
+  [ "$logged" = "$(jq -r '.expect.settings_logged // [] | .[] | sub("^WARN "; "")' <<<"$case")" ]
 }
 
 @test "default_settings_binding: empty settings: zone and region labels become annotations on the Binding" {
@@ -226,4 +232,32 @@ run_case() {
 
 @test "recipe_placed_pod_instance_rack_team: a placed Pod gets instance type, rack and team as labels" {
   run_case recipe_placed_pod_instance_rack_team
+}
+
+@test "strategic_merge_patch_as_string_refused: a patchStrategicMerge pasted as a YAML string is refused at load, naming the field (it used to replace the whole Binding with the string)" {
+  run_case strategic_merge_patch_as_string_refused
+}
+
+@test "rule_replacing_the_binding_rejected: a JSON Patch that would replace the whole Binding with a string is refused; failurePolicy Fail rejects naming the rule" {
+  run_case rule_replacing_the_binding_rejected
+}
+
+@test "rule_removing_the_binding_target_ignored: a rule that would remove the Binding's target is not applied; failurePolicy Ignore accepts the Binding unchanged with a warning" {
+  run_case rule_removing_the_binding_target_ignored
+}
+
+@test "rule_renaming_a_placed_pod_rejected: a rule that would rename a Pod created with spec.nodeName is refused; failurePolicy Fail rejects naming the rule" {
+  run_case rule_renaming_a_placed_pod_rejected
+}
+
+@test "mutating_policy_refused_by_kind: a Kyverno MutatingPolicy pasted as settings is refused by its kind, not by its first field" {
+  run_case mutating_policy_refused_by_kind
+}
+
+@test "glob_meeting_only_reserved_keys_warns: a glob that meets only keys under kubernetes.io/ copies nothing and says so, at load and at admission" {
+  run_case glob_meeting_only_reserved_keys_warns
+}
+
+@test "empty_rule_list_changes_nothing: rules: [] means no rules, not the zone/region default; the policy logs at load that it changes nothing" {
+  run_case empty_rule_list_changes_nothing
 }

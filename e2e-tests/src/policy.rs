@@ -24,6 +24,10 @@ pub struct SettingsVerdict {
     pub valid: bool,
     #[serde(default)]
     pub message: Option<String>,
+    /// What the policy logged through the host while validating, as
+    /// policy-server writes it to its log: `LEVEL message`.
+    #[serde(skip)]
+    pub logged: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -95,11 +99,14 @@ impl PolicyModule {
     }
 
     pub fn validate_settings(&self, settings: &Value) -> Result<SettingsVerdict> {
-        let host = self.instantiate(Arc::new(NoCapabilities))?;
+        let log = Arc::new(SettingsLog::default());
+        let host = self.instantiate(log.clone())?;
         let answer = host
             .call("validate_settings", &serde_json::to_vec(settings)?)
             .map_err(|e| anyhow!("validate_settings failed: {e}"))?;
-        Ok(serde_json::from_slice(&answer)?)
+        let mut verdict: SettingsVerdict = serde_json::from_slice(&answer)?;
+        verdict.logged = log.entries.lock().map(|e| e.clone()).unwrap_or_default();
+        Ok(verdict)
     }
 
     /// One evaluation as policy-server runs it: a fresh instance, `validate`,
@@ -161,16 +168,32 @@ pub fn validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
 }
 
 /// Settings validation gets no host capabilities, as in policy-server.
-struct NoCapabilities;
+/// Settings validation may log (policy-server's `tracing/log`, which needs no
+/// capability); nothing else is answered.
+#[derive(Default)]
+struct SettingsLog {
+    entries: std::sync::Mutex<Vec<String>>,
+}
 
-impl Capabilities for NoCapabilities {
+impl Capabilities for SettingsLog {
     fn answer(
         &self,
         _binding: &str,
-        _namespace: &str,
+        namespace: &str,
         operation: &str,
-        _payload: &[u8],
+        payload: &[u8],
     ) -> Result<Vec<u8>, String> {
+        if (namespace, operation) == ("tracing", "log") {
+            let entry: Value = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+            // policy-server logs "warning" at tracing's WARN level.
+            let level = match entry["level"].as_str().unwrap_or_default().to_uppercase() {
+                level if level == "WARNING" => "WARN".to_string(),
+                level => level,
+            };
+            let line = format!("{level} {}", entry["message"].as_str().unwrap_or_default());
+            self.entries.lock().map_err(|e| e.to_string())?.push(line);
+            return Ok(Vec::new());
+        }
         Err(format!(
             "host call {operation} not available during settings validation"
         ))

@@ -60,6 +60,9 @@ struct Expect {
     message: Option<String>,
     #[serde(default)]
     warnings: Vec<String>,
+    /// What the policy logs when its settings load (`LEVEL message`).
+    #[serde(default)]
+    settings_logged: Vec<String>,
 }
 
 fn repo_root() -> PathBuf {
@@ -90,6 +93,13 @@ fn run_case(module: &PolicyModule, case: &Case) -> Result<(), Failed> {
     }
     if !verdict.valid {
         return Err(format!("settings refused: {:?}", verdict.message).into());
+    }
+    if verdict.logged != case.expect.settings_logged {
+        return Err(format!(
+            "logged at settings validation:\n  got      {:?}\n  expected {:?}",
+            verdict.logged, case.expect.settings_logged
+        )
+        .into());
     }
     let request: Value = serde_json::from_slice(
         &std::fs::read(root.join(&case.request)).map_err(|e| e.to_string())?,

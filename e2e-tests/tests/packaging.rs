@@ -182,3 +182,186 @@ fn release_info_is_set_in_one_place() {
         assert!(found > 0, "{path} names no registry:// reference");
     }
 }
+
+/// Every Kubewarden policy manifest a user might copy: the files under
+/// examples/ and the ```yaml blocks of README.md and docs/, with where each
+/// came from.
+fn copyable_manifests() -> Vec<(String, Value)> {
+    let mut sources: Vec<(String, String)> = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
+        .unwrap()
+        .chain(std::fs::read_dir(root().join("docs")).unwrap())
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.push(root().join("README.md"));
+    files.sort();
+    for path in files {
+        let name = path.strip_prefix(root()).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("yaml" | "yml") => sources.push((name, text)),
+            Some("md") => {
+                for (i, block) in text.split("```yaml\n").skip(1).enumerate() {
+                    let block = block.split("\n```").next().unwrap();
+                    sources.push((format!("{name} yaml block {}", i + 1), block.to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut manifests = Vec::new();
+    for (name, text) in sources {
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let Ok(doc) = <Value as serde::Deserialize>::deserialize(doc) else {
+                // Snippets (an env var, a settings fragment) need not be whole
+                // documents, but a policy manifest must parse.
+                assert!(
+                    !text.contains("kind: ClusterAdmissionPolicy")
+                        && !text.contains("kind: AdmissionPolicy"),
+                    "{name}: a policy manifest that is not valid YAML"
+                );
+                break;
+            };
+            let kind = doc["kind"].as_str().unwrap_or_default();
+            if kind.ends_with("AdmissionPolicy")
+                && doc["apiVersion"]
+                    .as_str()
+                    .is_some_and(|v| v.starts_with("policies.kubewarden.io/"))
+            {
+                manifests.push((name.clone(), doc));
+            }
+        }
+    }
+    manifests
+}
+
+/// A copy of any manifest in the docs is safe on `pods/binding`: the webhook
+/// fails open, waits a bounded time, keeps the control plane and Kubewarden
+/// out, and has no background audit; its settings load in the real policy.
+#[test]
+fn every_copyable_manifest_is_complete_and_safe() {
+    let manifests = copyable_manifests();
+    assert!(
+        manifests.len() >= 3,
+        "found only {} manifests",
+        manifests.len()
+    );
+    let wasm =
+        std::env::var_os("POLICY_WASM").map_or_else(|| root().join("policy.wasm"), PathBuf::from);
+    let module = PolicyModule::load(&wasm).unwrap();
+    for (name, policy) in &manifests {
+        let spec = &policy["spec"];
+        assert_eq!(
+            spec["failurePolicy"].as_str(),
+            Some("Ignore"),
+            "{name}: failurePolicy"
+        );
+        let timeout = spec["timeoutSeconds"].as_u64();
+        assert!(
+            timeout.is_some_and(|t| (1..=10).contains(&t)),
+            "{name}: timeoutSeconds {timeout:?}, expected 1 to 10"
+        );
+        assert_eq!(
+            spec["backgroundAudit"].as_bool(),
+            Some(false),
+            "{name}: backgroundAudit"
+        );
+        assert_eq!(spec["mutating"].as_bool(), Some(true), "{name}: mutating");
+        let excluded: Vec<&str> = spec["namespaceSelector"]["matchExpressions"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter(|e| {
+                e["key"].as_str() == Some("kubernetes.io/metadata.name")
+                    && e["operator"].as_str() == Some("NotIn")
+            })
+            .flat_map(|e| e["values"].as_sequence().into_iter().flatten())
+            .filter_map(Value::as_str)
+            .collect();
+        for namespace in ["kube-system", "kubewarden"] {
+            assert!(
+                excluded.contains(&namespace),
+                "{name}: namespaceSelector does not keep {namespace} out"
+            );
+        }
+        assert!(
+            spec["contextAwareResources"]
+                .as_sequence()
+                .is_some_and(|r| !r.is_empty()),
+            "{name}: no contextAwareResources"
+        );
+        let settings: serde_json::Value = serde_json::to_value(&spec["settings"]).unwrap();
+        let verdict = module.validate_settings(&settings).unwrap();
+        assert!(
+            verdict.valid,
+            "{name}: settings refused: {:?}",
+            verdict.message
+        );
+    }
+}
+
+/// What `kwctl scaffold manifest` writes for this module (from its metadata)
+/// is what every copyable manifest says about mutating and background audit,
+/// and what the example says about rules and context-aware resources.
+#[test]
+fn manifests_agree_with_kwctl_scaffold() {
+    let Some(kwctl) = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("kwctl"))
+            .find(|path| path.is_file())
+    }) else {
+        println!("kwctl scaffold comparison: SKIPPED (kwctl is not on PATH)");
+        return;
+    };
+    let wasm =
+        std::env::var_os("POLICY_WASM").map_or_else(|| root().join("policy.wasm"), PathBuf::from);
+    let dir = std::env::temp_dir().join(format!("scaffold-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let annotated = dir.join("annotated.wasm");
+    let run = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new(&kwctl)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "kwctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    run(&[
+        "annotate".as_ref(),
+        "-m".as_ref(),
+        root().join("metadata.yml").as_os_str(),
+        "-o".as_ref(),
+        annotated.as_os_str(),
+        wasm.as_os_str(),
+    ]);
+    let scaffold: Value = serde_yaml::from_slice(&run(&[
+        "scaffold".as_ref(),
+        "manifest".as_ref(),
+        "--type".as_ref(),
+        "ClusterAdmissionPolicy".as_ref(),
+        "--allow-context-aware".as_ref(),
+        annotated.as_os_str(),
+    ]))
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let expected = &scaffold["spec"];
+    for (name, policy) in copyable_manifests() {
+        for field in ["mutating", "backgroundAudit"] {
+            assert_eq!(
+                policy["spec"][field], expected[field],
+                "{name}: {field} differs from kwctl scaffold manifest"
+            );
+        }
+    }
+    let example = &yaml_docs("examples/cluster-admission-policy.yaml")[0]["spec"];
+    for field in ["rules", "contextAwareResources"] {
+        assert_eq!(
+            example[field], expected[field],
+            "examples/cluster-admission-policy.yaml: {field} differs from kwctl scaffold manifest"
+        );
+    }
+}

@@ -350,7 +350,7 @@ fn check_context(entries: &[ContextEntry], at: &str, kinds: &[ResourceKind]) -> 
         }
         if entry.image_registry.is_some() {
             return Err(format!(
-                "{at}.imageRegistry: reading image registries is not supported by this policy"
+                "{at}.imageRegistry: reading image registries is not supported by this version of the policy (Kubewarden's OCI host capabilities could answer it; this policy does not use them yet)"
             ));
         }
         if entry.global_reference.is_some() {
