@@ -261,3 +261,7 @@ run_case() {
 @test "empty_rule_list_changes_nothing: rules: [] means no rules, not the zone/region default; the policy logs at load that it changes nothing" {
   run_case empty_rule_list_changes_nothing
 }
+
+@test "several_policies_in_order: policies: Kyverno's mutate-pod-binding ClusterPolicy, then a namespaced Policy that reads what it wrote" {
+  run_case several_policies_in_order
+}

@@ -19,24 +19,25 @@ use crate::rules;
 use crate::rules::engine::{Engine, RuleResult};
 use crate::rules::matching::RequestFacts;
 use crate::rules::spec::RuleSpec;
-use crate::settings::{self, FailurePolicy, PolicyPlan};
+use crate::settings::{self, FailurePolicy, PolicyPlan, RuleGroup};
 
 /// One step of the pipeline.
 pub enum Step<'p> {
     /// The short form (or the zone/region default): on a Binding or a Pod
     /// created on a Node, read that Node and write the chosen keys.
     NodeMetadata,
-    /// A Kyverno rule.
-    Rule(&'p RuleSpec),
+    /// A Kyverno rule, with what governs the policy it came from.
+    Rule(&'p RuleSpec, &'p RuleGroup),
 }
 
 impl PolicyPlan {
     /// The settings as steps, in the order they run.
     pub fn steps(&self) -> impl Iterator<Item = Step<'_>> {
         let node_metadata = (!self.copy.is_empty()).then_some(Step::NodeMetadata);
-        node_metadata
-            .into_iter()
-            .chain(self.rules.iter().map(Step::Rule))
+        node_metadata.into_iter().chain(
+            self.grouped_rules()
+                .map(|(rule, group)| Step::Rule(rule, group)),
+        )
     }
 }
 
@@ -101,13 +102,18 @@ impl<'a> Pipeline<'a> {
         };
         let cluster = CachedCluster::new(self.cluster);
         let mut inputs: Option<RuleInputs> = None;
-        // A pasted namespaced Policy sees only requests in its namespace.
-        let rules_apply = self
+        // A namespaced Policy sees only requests in its namespace.
+        let request_namespace: Option<String> = self
             .plan
-            .rules_namespace
-            .as_deref()
-            .is_none_or(|namespace| self.request.field::<String>("namespace") == namespace);
+            .rule_groups
+            .iter()
+            .any(|group| group.namespace.is_some())
+            .then(|| self.request.field::<String>("namespace"));
         for step in self.plan.steps() {
+            let failure_policy = match step {
+                Step::NodeMetadata => self.plan.failure_policy,
+                Step::Rule(_, group) => group.failure_policy,
+            };
             let result = match step {
                 Step::NodeMetadata => match (&placement, outcome.object.as_mut()) {
                     (Some((node, kind)), Some(object)) => {
@@ -116,13 +122,20 @@ impl<'a> Pipeline<'a> {
                     // Only Bindings and placed Pods have a Node to read.
                     _ => continue,
                 },
-                Step::Rule(_) if !rules_apply => continue,
-                Step::Rule(rule) => {
+                Step::Rule(_, group)
+                    if group
+                        .namespace
+                        .as_ref()
+                        .is_some_and(|namespace| request_namespace.as_ref() != Some(namespace)) =>
+                {
+                    continue;
+                }
+                Step::Rule(rule, group) => {
                     let Some(ready) = self.rule_inputs(&mut inputs, &mut outcome) else {
                         // Nothing to mutate (DELETE, CONNECT) or no request data.
                         break;
                     };
-                    self.rule(rule, ready, &mut outcome, &cluster)
+                    self.rule(rule, group, ready, &mut outcome, &cluster)
                 }
             };
             match result {
@@ -134,7 +147,7 @@ impl<'a> Pipeline<'a> {
                     outcome.rejection = Some(message);
                     return outcome;
                 }
-                Err(StepError::Failed { message, ignored }) => match self.plan.failure_policy {
+                Err(StepError::Failed { message, ignored }) => match failure_policy {
                     FailurePolicy::Fail => {
                         outcome.rejection = Some(message);
                         return outcome;
@@ -204,6 +217,7 @@ impl<'a> Pipeline<'a> {
     fn rule(
         &self,
         rule: &RuleSpec,
+        group: &RuleGroup,
         inputs: &RuleInputs,
         outcome: &mut Outcome,
         cluster: &CachedCluster,
@@ -217,7 +231,7 @@ impl<'a> Pipeline<'a> {
         })?;
         // Autogen: a Pod rule runs over a controller's Pod template, as a Pod.
         let template =
-            rules::autogen::template_pointer(&inputs.facts.kind, &self.plan.autogen.controllers)
+            rules::autogen::template_pointer(&inputs.facts.kind, &group.autogen.controllers)
                 .filter(|_| inputs.facts.sub_resource.is_empty());
         let pod_facts;
         let view;

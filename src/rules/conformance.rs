@@ -254,7 +254,7 @@ mod one_pipeline {
             .steps()
             .map(|step| match step {
                 Step::NodeMetadata => "node metadata".to_string(),
-                Step::Rule(rule) => rule.name.clone(),
+                Step::Rule(rule, _) => rule.name.clone(),
             })
             .collect();
         assert_eq!(steps, ["node metadata", "one", "two"]);
@@ -1073,5 +1073,102 @@ mod point9_refused {
             json!({"match": binding_match(), "mutate": {"foreach": [{"list": "a", "foreach": [{"list": "b", "foreach": [{"list": "c", "foreach": [{"list": "d", "foreach": [{"list": "e", "patchStrategicMerge": {}}]}]}]}]}]}}),
         );
         assert!(refused(deep).contains("nests deeper than 4"));
+    }
+}
+
+/// 10. Several whole policies under `policies`, applied in order.
+mod point10_several_policies {
+    use super::*;
+
+    fn cluster_policy(name: &str, failure_policy: Option<&str>, rules: Value) -> Value {
+        let mut spec = json!({"rules": rules});
+        if let Some(policy) = failure_policy {
+            spec["failurePolicy"] = json!(policy);
+        }
+        json!({"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": name}, "spec": spec})
+    }
+
+    fn annotate(name: &str, key: &str, value: &str) -> Value {
+        json!([{"name": name, "match": binding_match(),
+                "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {key: value}}}}}])
+    }
+
+    #[test]
+    fn each_policy_sees_what_the_ones_before_wrote() {
+        let settings = json!({"policies": [
+            cluster_policy("first", None, annotate("a", "first", "1")),
+            cluster_policy("second", None, annotate("b", "second", "after {{ request.object.metadata.annotations.first }}")),
+        ]});
+        let response = run("binding.json", settings);
+        assert!(response.accepted);
+        assert_eq!(
+            annotations(&response),
+            json!({"first": "1", "second": "after 1"})
+        );
+    }
+
+    #[test]
+    fn each_policy_keeps_its_own_failure_policy() {
+        let broken = json!([{"name": "broken", "match": binding_match(),
+            "context": [{"name": "missing", "apiCall": {"urlPath": "/api/v1/namespaces/default/configmaps/absent"}}],
+            "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"x": "{{ missing.data.value }}"}}}}}]);
+        let settings = |first: &str| {
+            json!({"policies": [
+                cluster_policy("lenient", Some(first), broken.clone()),
+                cluster_policy("marking", None, annotate("fine", "marker", "yes")),
+            ]})
+        };
+        let response = run("binding.json", settings("Ignore"));
+        assert!(response.accepted && marked(&response));
+        assert!(response.warnings.unwrap()[0].contains("rule \"broken\""));
+        let response = run("binding.json", settings("Fail"));
+        assert!(!response.accepted);
+        assert!(response.message.unwrap().contains("rule \"broken\""));
+    }
+
+    #[test]
+    fn a_namespaced_policy_among_them_keeps_to_its_namespace() {
+        let mut elsewhere = cluster_policy("team", None, annotate("team", "team", "yes"));
+        elsewhere["kind"] = json!("Policy");
+        elsewhere["metadata"]["namespace"] = json!("team-a");
+        let settings = json!({"policies": [elsewhere, cluster_policy("all", None, annotate("all", "marker", "yes"))]});
+        // test_data/binding.json is in `default`.
+        let response = run("binding.json", settings);
+        assert_eq!(annotations(&response), json!({"marker": "yes"}));
+    }
+
+    #[test]
+    fn mistakes_name_the_document() {
+        let msg = refused(json!({"policies": [
+            cluster_policy("ok", None, annotate("a", "a", "1")),
+            {"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy", "metadata": {"name": "m"},
+             "spec": {"matchConstraints": {}, "mutations": []}}
+        ]}));
+        assert!(
+            msg.starts_with(
+                "settings.policies[1].kind: MutatingPolicy (policies.kyverno.io) is not supported"
+            ),
+            "{msg}"
+        );
+        let msg = refused(json!({"policies": [cluster_policy("p", None,
+            json!([{"name": "r", "match": binding_match(), "mutate": {"patchStrategicMerge": "metadata: {}"}}]))]}));
+        assert!(
+            msg.starts_with("settings.policies[0].spec.rules[0].mutate.patchStrategicMerge:"),
+            "{msg}"
+        );
+        let msg = refused(
+            json!({"policies": [cluster_policy("p", None, annotate("r", "a", "{{ zne }}"))]}),
+        );
+        assert!(
+            msg.starts_with("settings.policies[0].spec.rules[0] (rule \"r\"): variable {{zne}}"),
+            "{msg}"
+        );
+        let msg = refused(json!({"rules": [], "policies": []}));
+        assert!(msg.contains("alternatives"), "{msg}");
+        let msg = refused(json!({"policies": [{"kind": "ClusterPolicy", "spec": {}}]}));
+        assert!(
+            msg.starts_with("settings.policies[0].apiVersion: missing"),
+            "{msg}"
+        );
     }
 }

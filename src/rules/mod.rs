@@ -139,16 +139,16 @@ pub const MAX_RULES: usize = 200;
 
 /// Everything that can be checked before the first request: unsupported
 /// fields (with the reason), operators, JMESPath, patches without variables.
-pub fn check(rules: &[RuleSpec], kinds: &[ResourceKind]) -> Result<(), String> {
+pub fn check(rules: &[RuleSpec], kinds: &[ResourceKind], path: &str) -> Result<(), String> {
     if rules.len() > MAX_RULES {
         return Err(format!(
-            "settings.rules: {} rules; at most {MAX_RULES} are allowed",
+            "{path}: {} rules; at most {MAX_RULES} are allowed",
             rules.len()
         ));
     }
     let rt = jmes::runtime();
     for (i, rule) in rules.iter().enumerate() {
-        let at = |field: &str| format!("settings.rules[{i}].{field}");
+        let at = |field: &str| format!("{path}[{i}].{field}");
         if rule.name.trim().is_empty() {
             return Err(format!("{}: a rule needs a name", at("name")));
         }
@@ -239,9 +239,8 @@ pub fn check(rules: &[RuleSpec], kinds: &[ResourceKind]) -> Result<(), String> {
         }
         check_foreach(mutate.foreach.as_deref(), &at("mutate.foreach"), 0, kinds)?;
         for expression in engine::expressions_of(rule) {
-            jmes::check(&rt, &expression).map_err(|e| {
-                format!("settings.rules[{i}]: JMESPath {expression:?} is invalid: {e}")
-            })?;
+            jmes::check(&rt, &expression)
+                .map_err(|e| format!("{path}[{i}]: JMESPath {expression:?} is invalid: {e}"))?;
         }
     }
     Ok(())

@@ -31,16 +31,37 @@ const BUILT_IN: [&str; 8] = [
 /// Checks the rules of the raw settings (bare `rules` or a pasted policy's
 /// `spec.rules`). Settings that do not parse are left to the schema check.
 pub fn check(settings: &Value) -> Result<(), String> {
-    let (rules, at) = match (settings.get("rules"), settings.pointer("/spec/rules")) {
-        (Some(rules), _) => (rules, "settings.rules"),
-        (None, Some(rules)) => (rules, "settings.spec.rules"),
-        (None, None) => return Ok(()),
-    };
-    for (i, rule) in rules.as_array().into_iter().flatten().enumerate() {
-        check_rule(rule).map_err(|why| {
-            let name = rule.get("name").and_then(Value::as_str).unwrap_or_default();
-            format!("{at}[{i}] (rule {name:?}): {why}")
-        })?;
+    let mut lists = Vec::new();
+    lists.extend(
+        settings
+            .get("rules")
+            .map(|r| (r, "settings.rules".to_string())),
+    );
+    lists.extend(
+        settings
+            .pointer("/spec/rules")
+            .map(|r| (r, "settings.spec.rules".to_string())),
+    );
+    for (i, policy) in settings
+        .get("policies")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        lists.extend(
+            policy
+                .pointer("/spec/rules")
+                .map(|r| (r, format!("settings.policies[{i}].spec.rules"))),
+        );
+    }
+    for (rules, at) in lists {
+        for (i, rule) in rules.as_array().into_iter().flatten().enumerate() {
+            check_rule(rule).map_err(|why| {
+                let name = rule.get("name").and_then(Value::as_str).unwrap_or_default();
+                format!("{at}[{i}] (rule {name:?}): {why}")
+            })?;
+        }
     }
     Ok(())
 }

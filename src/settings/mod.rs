@@ -12,6 +12,11 @@ use crate::k8s_names::{check_label_value, check_qualified_name};
 use crate::rules::resources::ResourceKind;
 use crate::rules::spec::RuleSpec;
 
+mod copy;
+mod documents;
+use copy::{check_conflicts, default_rule};
+use documents::{DocumentHeads, PolicyDocument, PolicyMetadata, PolicySpec};
+
 /// The settings document (`ClusterAdmissionPolicy.spec.settings`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -45,58 +50,13 @@ pub struct Settings {
     pub metadata: Option<PolicyMetadata>,
     #[serde(default)]
     pub spec: Option<PolicySpec>,
+    /// Several whole policy documents, applied in order: each sees the
+    /// object as the ones before it left it.
+    #[serde(default)]
+    pub policies: Option<Vec<PolicyDocument>>,
     // kubectl output carries it; nothing to honour.
     #[serde(default)]
     pub status: Option<IgnoredAny>,
-}
-
-/// The parts of a pasted policy's `metadata` that change what it does; the
-/// rest (name, uid, managedFields...) is read past.
-#[derive(Debug, Default, Deserialize)]
-pub struct PolicyMetadata {
-    #[serde(default)]
-    pub annotations: BTreeMap<String, String>,
-    /// A namespaced `Policy` applies only in its namespace.
-    #[serde(default)]
-    pub namespace: Option<String>,
-}
-
-/// Kyverno's `ClusterPolicy.spec`, as far as admission mutation goes.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PolicySpec {
-    #[serde(default)]
-    pub rules: Vec<RuleSpec>,
-    #[serde(default)]
-    pub failure_policy: Option<FailurePolicy>,
-    #[serde(default)]
-    pub apply_rules: Option<String>,
-    // Accepted because Kyverno policies carry them; they concern Kyverno's
-    // own webhooks, reports and background scans, not what a mutation writes.
-    #[serde(default)]
-    pub background: Option<IgnoredAny>,
-    #[serde(default)]
-    pub admission: Option<IgnoredAny>,
-    #[serde(default)]
-    pub validation_failure_action: Option<IgnoredAny>,
-    #[serde(default)]
-    pub validation_failure_action_overrides: Option<IgnoredAny>,
-    #[serde(default)]
-    pub emit_warning: Option<IgnoredAny>,
-    #[serde(default)]
-    pub schema_validation: Option<IgnoredAny>,
-    #[serde(default)]
-    pub use_server_side_apply: Option<IgnoredAny>,
-    #[serde(default)]
-    pub webhook_timeout_seconds: Option<IgnoredAny>,
-    #[serde(default)]
-    pub webhook_configuration: Option<IgnoredAny>,
-    #[serde(default)]
-    pub mutate_existing_on_policy_update: Option<IgnoredAny>,
-    #[serde(default)]
-    pub generate_existing: Option<IgnoredAny>,
-    #[serde(default)]
-    pub generate_existing_on_policy_update: Option<IgnoredAny>,
 }
 
 /// The annotation by which a Kyverno policy chooses which Pod controllers its
@@ -318,11 +278,33 @@ pub struct PolicyPlan {
     pub resource_kinds: Vec<ResourceKind>,
     pub failure_policy: FailurePolicy,
     pub on_preset_keys: PresetKeys,
-    /// Which Pod controllers Pod rules are also generated for.
+    /// What governs each run of `rules`: one group for bare `rules` or a
+    /// pasted policy, one per document of `policies`, in order.
+    pub rule_groups: Vec<RuleGroup>,
+}
+
+/// Rules that came from one policy, and what governs them.
+#[derive(Debug, Clone)]
+pub struct RuleGroup {
+    /// How many of the plan's `rules`, following the groups before.
+    pub count: usize,
+    pub failure_policy: FailurePolicy,
+    /// Which Pod controllers its Pod rules are also generated for.
     pub autogen: Autogen,
-    /// A pasted namespaced `Policy`'s namespace: its rules see only requests
-    /// in it (cluster-scoped objects have none, so they are never matched).
-    pub rules_namespace: Option<String>,
+    /// A namespaced `Policy`'s namespace: its rules see only requests in it
+    /// (cluster-scoped objects have none, so they are never matched).
+    pub namespace: Option<String>,
+}
+
+impl PolicyPlan {
+    /// Each rule with the group it belongs to, in order.
+    pub fn grouped_rules(&self) -> impl Iterator<Item = (&RuleSpec, &RuleGroup)> {
+        self.rule_groups
+            .iter()
+            .flat_map(|group| std::iter::repeat_n(group, group.count))
+            .zip(&self.rules)
+            .map(|(group, rule)| (rule, group))
+    }
 }
 
 /// Kyverno's autogen: a rule that matches only Pods also applies to the Pod
@@ -349,15 +331,6 @@ impl Default for Autogen {
             controllers: AUTOGEN_DEFAULT.iter().map(|c| c.to_string()).collect(),
         }
     }
-}
-
-/// What a pasted policy document contributes.
-struct Document {
-    rules: Option<Vec<RuleSpec>>,
-    failure_policy: Option<FailurePolicy>,
-    autogen: Autogen,
-    /// Set for a namespaced `Policy`: where its rules apply.
-    namespace: Option<String>,
 }
 
 impl PolicyPlan {
@@ -413,10 +386,8 @@ pub fn parse(raw: &[u8]) -> Result<Settings, String> {
     }
     // A document of another kind fails on its first field this schema lacks;
     // name the kind instead, which is what is wrong.
-    if let Ok(head) = serde_json::from_slice::<DocumentHead>(raw)
-        && (head.api_version.is_some() || head.kind.is_some())
-    {
-        pasted_kind(head.api_version.as_deref(), head.kind.as_deref())?;
+    if let Ok(heads) = serde_json::from_slice::<DocumentHeads>(raw) {
+        heads.check()?;
     }
     let mut de = serde_json::Deserializer::from_slice(raw);
     let settings: Settings = serde_path_to_error::deserialize(&mut de).map_err(|err| {
@@ -431,81 +402,6 @@ pub fn parse(raw: &[u8]) -> Result<Settings, String> {
     de.end()
         .map_err(|err| format!("settings: {}", without_position(&err)))?;
     Ok(settings)
-}
-
-/// The two fields that say what kind of document the settings are.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DocumentHead {
-    api_version: Option<String>,
-    kind: Option<String>,
-}
-
-/// The policy documents that can be pasted whole as the settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PastedKind {
-    ClusterPolicy,
-    Policy,
-}
-
-/// Policy kinds users may paste that this version does not run, with their
-/// API groups; refused by name rather than by the first field they have
-/// that a ClusterPolicy lacks.
-const OTHER_POLICY_KINDS: [(&str, &str); 6] = [
-    ("MutatingPolicy", "policies.kyverno.io"),
-    ("NamespacedMutatingPolicy", "policies.kyverno.io"),
-    ("MutatingAdmissionPolicy", "admissionregistration.k8s.io"),
-    ("ValidatingPolicy", "policies.kyverno.io"),
-    ("ValidatingAdmissionPolicy", "admissionregistration.k8s.io"),
-    ("ClusterAdmissionPolicy", "policies.kubewarden.io"),
-];
-
-/// What the settings take when pasted whole, for messages.
-const PASTABLE: &str = "a Kyverno ClusterPolicy or Policy (kyverno.io/v1), its spec.rules as `rules`, or the short form (`copy`)";
-
-/// Which pasted document `apiVersion` and `kind` describe, or why it cannot
-/// be pasted.
-fn pasted_kind(api_version: Option<&str>, kind: Option<&str>) -> Result<PastedKind, String> {
-    let pasted = match kind {
-        Some("ClusterPolicy") => PastedKind::ClusterPolicy,
-        Some("Policy") => PastedKind::Policy,
-        Some("ClusterAdmissionPolicy") => {
-            return Err(format!(
-                "settings.kind: ClusterAdmissionPolicy: these are the settings inside a Kubewarden policy (its spec.settings), not the policy itself; they take {PASTABLE}"
-            ));
-        }
-        Some(other) => {
-            let known = OTHER_POLICY_KINDS.iter().find(|(name, _)| *name == other);
-            let why = match known {
-                Some((name, group)) if name.starts_with("Validating") => {
-                    format!("{name} ({group}) validates; this policy mutates, and takes {PASTABLE}")
-                }
-                Some((name, group)) => format!(
-                    "{name} ({group}) is not supported by this version of the policy; it takes {PASTABLE}"
-                ),
-                None => {
-                    format!("{other:?} is not a policy this policy can run; it takes {PASTABLE}")
-                }
-            };
-            return Err(format!("settings.kind: {why}"));
-        }
-        None => {
-            return Err(format!(
-                "settings.kind: missing; a pasted policy document needs its kind (ClusterPolicy or Policy); the settings take {PASTABLE}"
-            ));
-        }
-    };
-    match api_version {
-        Some("kyverno.io/v1" | "kyverno.io/v2beta1") => Ok(pasted),
-        Some(other) => Err(format!(
-            "settings.apiVersion: {other:?}: a pasted Kyverno {kind} must be kyverno.io/v1 (or kyverno.io/v2beta1)",
-            kind = kind.unwrap_or_default()
-        )),
-        None => Err(format!(
-            "settings.apiVersion: missing; a pasted Kyverno {kind} needs apiVersion: kyverno.io/v1",
-            kind = kind.unwrap_or_default()
-        )),
-    }
 }
 
 /// serde_json ends messages with "at line L column C"; settings reach the
@@ -551,27 +447,98 @@ pub fn load_for_request(raw: &[u8]) -> Result<PolicyPlan, String> {
 
 impl Settings {
     pub fn compile(mut self, checks: Checks) -> Result<PolicyPlan, String> {
-        let document = self.document()?;
+        let pasted = self.pasted_document()?;
         // The zone/region default is for settings that ask for nothing: an
         // explicit `rules` list (or a pasted policy), even an empty one, says
         // what to do, as `copy: []` does.
-        let rules_given = self.rules.is_some() || document.rules.is_some();
-        let rules = match (self.rules, document.rules) {
-            (Some(_), Some(_)) => {
-                return Err("settings: `rules` and a pasted policy's `spec.rules` are alternatives; keep one".to_string());
+        let rules_given = self.rules.is_some() || pasted.is_some() || self.policies.is_some();
+        // Each source of rules, with the path its rules are named by.
+        let mut sources: Vec<(String, Vec<RuleSpec>, RuleGroup)> = Vec::new();
+        match (self.rules.take(), pasted, self.policies.take()) {
+            (None, None, None) => {}
+            (Some(rules), None, None) => sources.push((
+                "settings.rules".to_string(),
+                rules,
+                RuleGroup {
+                    count: 0,
+                    failure_policy: self.failure_policy.unwrap_or_default(),
+                    autogen: Autogen::default(),
+                    namespace: None,
+                },
+            )),
+            (None, Some(document), None) => {
+                let failure_policy = match (self.failure_policy, document.failure_policy) {
+                    (Some(a), Some(b)) if a != b => {
+                        return Err("settings.failurePolicy: contradicts the pasted policy's spec.failurePolicy; keep one".to_string());
+                    }
+                    (Some(policy), _) | (None, Some(policy)) => policy,
+                    (None, None) => FailurePolicy::default(),
+                };
+                sources.push((
+                    "settings.spec.rules".to_string(),
+                    document.rules,
+                    RuleGroup {
+                        count: 0,
+                        failure_policy,
+                        autogen: document.autogen,
+                        namespace: document.namespace,
+                    },
+                ));
             }
-            (Some(rules), None) | (None, Some(rules)) => rules,
-            (None, None) => Vec::new(),
-        };
-        let failure_policy = match (self.failure_policy, document.failure_policy) {
-            (Some(a), Some(b)) if a != b => {
-                return Err("settings.failurePolicy: contradicts the pasted policy's spec.failurePolicy; keep one".to_string());
+            (None, None, Some(documents)) => {
+                for (i, document) in documents.into_iter().enumerate() {
+                    let at = format!("settings.policies[{i}]");
+                    let document = document.read(&at)?;
+                    // A document's own failurePolicy wins; the settings'
+                    // applies to those that have none.
+                    let failure_policy = document
+                        .failure_policy
+                        .or(self.failure_policy)
+                        .unwrap_or_default();
+                    sources.push((
+                        format!("{at}.spec.rules"),
+                        document.rules,
+                        RuleGroup {
+                            count: 0,
+                            failure_policy,
+                            autogen: document.autogen,
+                            namespace: document.namespace,
+                        },
+                    ));
+                }
             }
-            (Some(policy), _) | (None, Some(policy)) => policy,
-            (None, None) => FailurePolicy::default(),
-        };
-        if checks == Checks::Full {
-            crate::rules::check(&rules, &self.resource_kinds)?;
+            _ => {
+                return Err(
+                    "settings: `rules`, a pasted policy and `policies` are alternatives; keep one"
+                        .to_string(),
+                );
+            }
+        }
+        let failure_policy = self.failure_policy.unwrap_or_else(|| {
+            sources
+                .first()
+                .filter(|_| sources.len() == 1)
+                .map_or_else(FailurePolicy::default, |source| source.2.failure_policy)
+        });
+        let total: usize = sources.iter().map(|source| source.1.len()).sum();
+        if total > crate::rules::MAX_RULES {
+            return Err(format!(
+                "settings: {total} rules in all; at most {} are allowed",
+                crate::rules::MAX_RULES
+            ));
+        }
+        let mut rules = Vec::with_capacity(total);
+        let mut rule_groups = Vec::with_capacity(sources.len());
+        for (at, group_rules, mut group) in sources {
+            if checks == Checks::Full {
+                crate::rules::check(&group_rules, &self.resource_kinds, &at)?;
+            }
+            if !crate::rules::autogen::eligible(&group_rules) {
+                group.autogen.controllers.clear();
+            }
+            group.count = group_rules.len();
+            rule_groups.push(group);
+            rules.extend(group_rules);
         }
         if let Some(entries) = &self.copy
             && entries.len() > MAX_COPY_ENTRIES
@@ -598,280 +565,34 @@ impl Settings {
         if checks == Checks::Full {
             check_conflicts(&copy)?;
         }
-        let autogen = if crate::rules::autogen::eligible(&rules) {
-            document.autogen
-        } else {
-            Autogen {
-                controllers: Vec::new(),
-            }
-        };
         Ok(PolicyPlan {
             copy,
             rules,
             resource_kinds: self.resource_kinds,
             failure_policy,
-            autogen,
             on_preset_keys: self.on_preset_keys,
-            rules_namespace: document.namespace,
+            rule_groups,
         })
     }
-}
 
-impl Settings {
-    /// Checks a pasted policy document and takes what it says.
-    fn document(&mut self) -> Result<Document, String> {
-        let mut document = Document {
-            rules: None,
-            failure_policy: None,
-            autogen: Autogen::default(),
-            namespace: None,
-        };
+    /// The settings themselves as a pasted policy document, when they are one.
+    fn pasted_document(&mut self) -> Result<Option<documents::Document>, String> {
         let pasted = self.spec.is_some() || self.kind.is_some() || self.api_version.is_some();
         if !pasted {
             if self.metadata.is_some() {
                 return Err("settings.metadata: only a whole policy document (apiVersion, kind, metadata, spec) has metadata".to_string());
             }
-            return Ok(document);
+            return Ok(None);
         }
-        match pasted_kind(self.api_version.as_deref(), self.kind.as_deref())? {
-            PastedKind::ClusterPolicy => {}
-            PastedKind::Policy => {
-                // Kyverno applies a Policy only to requests in its own
-                // namespace; one written without a namespace lands, like
-                // any namespaced object applied so, in `default`.
-                let namespace = self
-                    .metadata
-                    .as_ref()
-                    .and_then(|m| m.namespace.clone())
-                    .unwrap_or_else(|| "default".to_string());
-                if let Err(why) = crate::k8s_names::check_dns_label(&namespace) {
-                    return Err(format!(
-                        "settings.metadata.namespace: {namespace:?} {why}: a namespaced Policy applies only in its namespace"
-                    ));
-                }
-                document.namespace = Some(namespace);
-            }
-        }
-        let Some(spec) = &mut self.spec else {
-            return Err("settings.spec: a pasted policy needs its spec".to_string());
+        let document = PolicyDocument {
+            api_version: self.api_version.take(),
+            kind: self.kind.take(),
+            metadata: self.metadata.take(),
+            spec: self.spec.take(),
+            status: None,
         };
-        if let Some(apply) = spec.apply_rules.as_deref()
-            && apply != "All"
-        {
-            return Err(format!(
-                "settings.spec.applyRules: {apply:?} is not supported: every matching rule is applied (`All`)"
-            ));
-        }
-        document.rules = Some(std::mem::take(&mut spec.rules));
-        document.failure_policy = spec.failure_policy;
-        if let Some(value) = self
-            .metadata
-            .as_ref()
-            .and_then(|m| m.annotations.get(AUTOGEN_ANNOTATION))
-        {
-            let value = value.trim();
-            let mut controllers = Vec::new();
-            if value != "none" {
-                for name in value.split(',').map(str::trim) {
-                    if !AUTOGEN_DEFAULT.contains(&name) {
-                        return Err(format!(
-                            "settings.metadata.annotations.{AUTOGEN_ANNOTATION}: {name:?} is not a Pod controller Kyverno generates rules for (one of {}, or none)",
-                            AUTOGEN_DEFAULT.join(", ")
-                        ));
-                    }
-                    controllers.push(name.to_string());
-                }
-            }
-            document.autogen = Autogen { controllers };
-        }
-        Ok(document)
+        document.read("settings").map(Some)
     }
-}
-
-fn default_rule(key: &str, checks: Checks) -> Result<CopyRule, String> {
-    CopyEntry {
-        label: Some(key.to_string()),
-        ..CopyEntry::default()
-    }
-    .compile(Origin::Default, checks)
-}
-
-impl CopyEntry {
-    fn compile(self, field: Origin, checks: Checks) -> Result<CopyRule, String> {
-        let err = |what: &str, why: String| format!("settings.{field}.{what}: {why}");
-        let full = checks == Checks::Full;
-        let pattern = |text: &str| {
-            if full {
-                KeyPattern::parse(text)
-            } else {
-                Ok(KeyPattern::shape_only(text))
-            }
-        };
-        let check_key = |text: &str| {
-            if full {
-                check_qualified_name(text)
-            } else {
-                Ok(())
-            }
-        };
-        let (source, key, key_field) = match (self.label, self.annotation) {
-            (Some(key), None) => (Source::Label, key, "label"),
-            (None, Some(key)) => (Source::Annotation, key, "annotation"),
-            (Some(_), Some(_)) => {
-                return Err(format!(
-                    "settings.{field}: set either `label` or `annotation`, not both (one entry reads one Node key or glob)"
-                ));
-            }
-            (None, None) => {
-                return Err(format!(
-                    "settings.{field}: missing `label` or `annotation`: name the Node key or glob to copy"
-                ));
-            }
-        };
-        let selector = pattern(&key).map_err(|why| err(key_field, format!("{key:?} {why}")))?;
-        if selector.is_exact() {
-            check_key(&key)
-                .map_err(|why| err(key_field, format!("{key:?} is not a valid key: {why}")))?;
-        }
-
-        let naming = match (self.rename, self.add_prefix, self.replace_prefix) {
-            (None, None, None) => Naming::Same,
-            (Some(new_key), None, None) => {
-                if !selector.is_exact() {
-                    return Err(err(
-                        "rename",
-                        format!(
-                            "cannot rename the keys of glob {key:?} to one key; use `addPrefix` or `replacePrefix`"
-                        ),
-                    ));
-                }
-                check_key(&new_key).map_err(|why| {
-                    err("rename", format!("{new_key:?} is not a valid key: {why}"))
-                })?;
-                Naming::Rename(new_key)
-            }
-            (None, Some(prefix), None) => {
-                if prefix.is_empty() {
-                    return Err(err("addPrefix", "must not be empty".into()));
-                }
-                Naming::AddPrefix(prefix)
-            }
-            (None, None, Some(ReplacePrefix { from, to })) => {
-                if from.is_empty() {
-                    return Err(err("replacePrefix.from", "must not be empty".into()));
-                }
-                if !selector.literal_prefix().starts_with(&from) {
-                    return Err(err(
-                        "replacePrefix.from",
-                        format!(
-                            "{from:?} is not a prefix of {key:?}, so it would never apply; it must start the literal part {:?}",
-                            selector.literal_prefix()
-                        ),
-                    ));
-                }
-                Naming::ReplacePrefix { from, to }
-            }
-            _ => {
-                return Err(format!(
-                    "settings.{field}: `rename`, `addPrefix` and `replacePrefix` are alternatives; set at most one"
-                ));
-            }
-        };
-
-        // The pattern of produced keys must itself be a possible key: catch
-        // prefixes that would make every produced key invalid now, not per Pod.
-        let target_text = naming.apply(selector.as_str());
-        let target = if naming == Naming::Same {
-            selector.clone()
-        } else {
-            pattern(&target_text).map_err(|why| {
-                err(
-                    naming_field(&naming),
-                    format!("produces keys like {target_text:?}, which {why}"),
-                )
-            })?
-        };
-        if naming == Naming::Same || !full {
-            // Checked above as the Node key, or not checked here at all.
-        } else if target.is_exact() {
-            check_qualified_name(&target_text).map_err(|why| {
-                err(
-                    naming_field(&naming),
-                    format!("produces the key {target_text:?}, which is not valid: {why}"),
-                )
-            })?;
-        } else if let Some((prefix, _)) = target.literal_prefix().split_once('/') {
-            check_qualified_name(&format!("{prefix}/x")).map_err(|why| {
-                err(
-                    naming_field(&naming),
-                    format!("produces keys like {target_text:?}, which are not valid: {why}"),
-                )
-            })?;
-        }
-
-        if let Some(default) = &self.default {
-            if !selector.is_exact() {
-                return Err(err(
-                    "default",
-                    format!("a default needs one exact key, but {key:?} is a glob"),
-                ));
-            }
-            if full && self.to.labels() {
-                check_label_value(default).map_err(|why| {
-                    err(
-                        "default",
-                        format!("{default:?} cannot be a label value: {why}"),
-                    )
-                })?;
-            }
-        }
-
-        Ok(CopyRule {
-            origin: field,
-            source,
-            selector,
-            destination: self.to,
-            naming,
-            target,
-            default: self.default,
-        })
-    }
-}
-
-fn naming_field(naming: &Naming) -> &'static str {
-    match naming {
-        Naming::Same => "label",
-        Naming::Rename(_) => "rename",
-        Naming::AddPrefix(_) => "addPrefix",
-        Naming::ReplacePrefix { .. } => "replacePrefix.to",
-    }
-}
-
-/// Two entries that write the same exact Pod key (in the same place) from
-/// different Node keys contradict each other.
-fn check_conflicts(rules: &[CopyRule]) -> Result<(), String> {
-    let mut seen: BTreeMap<(bool, &str), &CopyRule> = BTreeMap::new();
-    for rule in rules.iter().filter(|r| r.target.is_exact()) {
-        let places = [
-            (true, rule.destination.labels()),
-            (false, rule.destination.annotations()),
-        ];
-        for (is_label, used) in places {
-            if !used {
-                continue;
-            }
-            if let Some(earlier) = seen.insert((is_label, rule.target.as_str()), rule) {
-                return Err(format!(
-                    "settings.{}: writes Pod {} {:?}, which settings.{} already writes; each Pod key can come from one entry",
-                    rule.origin,
-                    if is_label { "label" } else { "annotation" },
-                    rule.target.as_str(),
-                    earlier.origin
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -1168,7 +889,7 @@ mod tests {
             "a pasted policy acts through its rules alone"
         );
         assert_eq!(plan.failure_policy, FailurePolicy::Ignore);
-        assert_eq!(plan.autogen, Autogen::default());
+        assert_eq!(plan.rule_groups[0].autogen, Autogen::default());
         let plan = load_str(&document("{}", r#""failurePolicy":"Fail","#)).unwrap();
         assert_eq!(plan.failure_policy, FailurePolicy::Fail);
     }
@@ -1184,8 +905,7 @@ mod tests {
             )
         };
         assert!(
-            load_str(&annotated("none"))
-                .unwrap()
+            load_str(&annotated("none")).unwrap().rule_groups[0]
                 .autogen
                 .controllers
                 .is_empty()
@@ -1193,6 +913,7 @@ mod tests {
         assert_eq!(
             load_str(&annotated("Deployment, CronJob"))
                 .unwrap()
+                .rule_groups[0]
                 .autogen
                 .controllers,
             ["Deployment", "CronJob"]
@@ -1201,7 +922,12 @@ mod tests {
         assert!(msg.contains("\"Pod\" is not a Pod controller"), "{msg}");
         // A rule on other kinds turns autogen off for the whole policy, as in Kyverno.
         let mixed = r#"{"rules":[{"name":"a","match":{"any":[{"resources":{"kinds":["Pod"]}}]},"mutate":{"patchStrategicMerge":{}}},{"name":"b","match":{"any":[{"resources":{"kinds":["Service"]}}]},"mutate":{"patchStrategicMerge":{}}}]}"#;
-        assert!(load_str(mixed).unwrap().autogen.controllers.is_empty());
+        assert!(
+            load_str(mixed).unwrap().rule_groups[0]
+                .autogen
+                .controllers
+                .is_empty()
+        );
     }
 
     #[test]
@@ -1227,10 +953,10 @@ mod tests {
     fn a_namespaced_policy_keeps_to_its_namespace() {
         let policy = |metadata: &str| document(metadata, "").replace("ClusterPolicy", "Policy");
         let plan = load_str(&policy(r#"{"name":"p","namespace":"team-a"}"#)).unwrap();
-        assert_eq!(plan.rules_namespace.as_deref(), Some("team-a"));
+        assert_eq!(plan.rule_groups[0].namespace.as_deref(), Some("team-a"));
         let plan = load_str(&policy(r#"{"name":"p"}"#)).unwrap();
         assert_eq!(
-            plan.rules_namespace.as_deref(),
+            plan.rule_groups[0].namespace.as_deref(),
             Some("default"),
             "written without one, it lands in default as kubectl would put it"
         );
@@ -1239,6 +965,9 @@ mod tests {
             msg.starts_with("settings.metadata.namespace: \"Team_A\" is not a namespace name"),
             "{msg}"
         );
-        assert_eq!(load_str(&document("{}", "")).unwrap().rules_namespace, None);
+        assert_eq!(
+            load_str(&document("{}", "")).unwrap().rule_groups[0].namespace,
+            None
+        );
     }
 }
