@@ -11,7 +11,7 @@ SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
 # Publishing coordinates: release.env (see there).
-.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test
+.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test
 
 all: policy.wasm
 
@@ -37,7 +37,7 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 demo: policy.wasm
 	$(HOST) demo -- policy.wasm test_data/binding.json test_data/node-1.json '{}'
 
-test: fmt-check lint workflow-lint unit-tests e2e-tests
+test: fmt-check lint workflow-lint unit-tests e2e-tests oci-test
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -61,6 +61,15 @@ unit-tests:
 e2e-tests: policy.wasm
 	POLICY_WASM=$(CURDIR)/policy.wasm $(CARGO) test --locked -p policy-host --profile host
 	./e2e-tests/run-bats.sh
+
+# The OCI round trip (docker-registry on loopback, kwctl push/pull/inspect/
+# scaffold, policy-server serving registry://): what release.yml publishes
+# can be pulled back and served. SKIPPED without docker-registry (Debian),
+# kwctl or policy-server.
+oci-test:
+	@if command -v docker-registry >/dev/null && command -v kwctl >/dev/null && command -v policy-server >/dev/null; then \
+		$(MAKE) --no-print-directory annotated-policy.wasm; fi
+	python3 e2e-tests/oci/round_trip.py annotated-policy.wasm
 
 # Kyverno CLI tests (kyverno-test.yaml files under KYVERNO_TESTS) through
 # policy.wasm, and through kwctl too when it is installed.

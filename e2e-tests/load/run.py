@@ -22,52 +22,15 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from harness import data, entry, post, review, start_policy_server, start_stub, stop
+
 NODE_CACHE_SECONDS = 5  # policy-server caches get_resource answers this long
-
-
-def data(path):
-    return os.path.join(ROOT, "test_data", path)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(url, seconds, process):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if process.poll() is not None:
-            return False
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return True
-        except Exception:
-            time.sleep(0.2)
-    return False
-
-
-def review(request_file):
-    with open(data(request_file)) as f:
-        request = json.load(f)
-    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
-
-
-def post(url, body):
-    req = urllib.request.Request(url, data=body.encode(), headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return json.load(resp)
 
 
 def server_usage(pid):
@@ -133,31 +96,12 @@ def main():
     work = tempfile.mkdtemp(prefix="node-metadata-load-")
     processes = []
     try:
-        stub_port = free_port()
-        stub = f"http://127.0.0.1:{stub_port}"
-        processes.append(subprocess.Popen(
-            [sys.executable, os.path.join(ROOT, "e2e-tests", "load", "stub_apiserver.py"), str(stub_port),
-             data("node-1.json"), data("node-large.json")]))
-        if not wait_for(f"{stub}/stub/counts", 10, processes[-1]):
+        stub = start_stub(processes, [data("node-1.json"), data("node-large.json")])
+        if stub is None:
             print("load test: the stub API server did not start")
             return 1
-        kubeconfig = os.path.join(work, "kubeconfig")
-        with open(kubeconfig, "w") as f:
-            f.write(f"""apiVersion: v1
-kind: Config
-clusters: [{{name: stub, cluster: {{server: "{stub}"}}}}]
-users: [{{name: stub, user: {{token: load-test}}}}]
-contexts: [{{name: stub, context: {{cluster: stub, user: stub}}}}]
-current-context: stub
-""")
         with open(data("kyverno-mutate-pod-binding.json")) as f:
             kyverno_rules = json.load(f)
-        node = [{"apiVersion": "v1", "kind": "Node"}]
-
-        def entry(module, settings, mutating=True, resources=node):
-            return {"module": f"file://{os.path.abspath(module)}", "policyMode": "protect",
-                    "allowedToMutate": mutating, "contextAwareResources": resources,
-                    "hostCapabilities": ["*"], "settings": settings}
 
         policies = {
             "do-nothing": entry(args.baseline, {}, mutating=False, resources=[]),
@@ -171,27 +115,10 @@ current-context: stub
             policies[f"variant-{name}"] = entry(module, {})
             policies[f"variant-{name}-kyverno"] = entry(module, kyverno_rules)
             variants.append(name)
-        policies_file = os.path.join(work, "policies.yml")
-        with open(policies_file, "w") as f:
-            json.dump(policies, f)  # JSON is YAML
-
-        port, ready_port = free_port(), free_port()
-        env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
-        env.update({"KUBECONFIG": kubeconfig, "NO_PROXY": "127.0.0.1,localhost"})
-        for d in ("downloads", "sigstore"):
-            os.makedirs(os.path.join(work, d))
-        log = open(os.path.join(work, "policy-server.log"), "w")
-        server = subprocess.Popen(
-            ["policy-server", "--policies", policies_file, "--addr", "127.0.0.1", "--port", str(port),
-             "--readiness-probe-port", str(ready_port), "--workers", "2",
-             "--policies-download-dir", os.path.join(work, "downloads"),
-             "--sigstore-cache-dir", os.path.join(work, "sigstore"), "--log-level", "warn"],
-            env=env, stdout=log, stderr=log)
-        processes.append(server)
-        if not wait_for(f"http://127.0.0.1:{ready_port}/readiness", 120, server):
-            log.flush()
+        base, server, log = start_policy_server(processes, work, policies, stub)
+        if base is None:
             print("load test: policy-server did not become ready; its log:")
-            print(open(os.path.join(work, "policy-server.log")).read()[-3000:])
+            print(open(log).read()[-3000:])
             return 1
 
         large = "ip-10-0-17-42.us-east-2.compute.internal"
@@ -228,7 +155,7 @@ current-context: stub
                 f.write(review(request))
             bodies[label] = body_file
             # Each row must do its job before it is timed.
-            answer = post(f"http://127.0.0.1:{port}/validate/{policy}", open(body_file).read())["response"]
+            answer = post(f"{base}/validate/{policy}", open(body_file).read())["response"]
             # Rows that read a Node write its metadata; the others write nothing.
             if not answer.get("allowed") or bool(answer.get("patch")) != bool(node_name):
                 print(f"load test: row {label!r} did not answer as expected: {json.dumps(answer)[:400]}")
@@ -243,7 +170,7 @@ current-context: stub
             for label, policy, _, _, node_name in rows[shift:] + rows[:shift]:
                 before = counts(stub)
                 cpu_before, faults_before = server_usage(server.pid)
-                rps, p50, p99, errors, total = run_wrk(f"http://127.0.0.1:{port}/validate/{policy}", bodies[label],
+                rps, p50, p99, errors, total = run_wrk(f"{base}/validate/{policy}", bodies[label],
                                                 args.duration, args.connections)
                 cpu_after, faults_after = server_usage(server.pid)
                 after = counts(stub)
@@ -292,13 +219,7 @@ current-context: stub
             print(f"  {label}: " + ", ".join(f"{r[0]:.0f}" for r in results[label]))
         return 0
     finally:
-        for p in reversed(processes):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+        stop(processes)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""The OCI path as users take it, on loopback: Debian's docker-registry
+(distribution 2.8), `kwctl push` of the annotated module, `kwctl pull` back
+(same bytes, and the manifest digest kwctl reports is the registry's),
+`kwctl inspect` and `kwctl scaffold manifest` read from the registry, and
+policy-server started with `module: registry://...` mutating a binding.
+
+release.yml publishes with `kwctl push`; this is the check that what it
+pushes can be pulled back and served. Prints SKIPPED and exits 0 when
+docker-registry, kwctl or policy-server is missing.
+
+Usage: round_trip.py ANNOTATED.wasm
+"""
+import base64
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "load"))
+import harness  # noqa: E402
+
+REPOSITORY = "policies/node-metadata-policy"
+TAG = "round-trip"
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def kwctl(env, *args, timeout=120):
+    """kwctl's stdout; raises with its stderr when it fails."""
+    out = subprocess.run(["kwctl", *args], capture_output=True, text=True, env=env, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"kwctl {' '.join(args)} exited {out.returncode}: {out.stderr[-2000:]}")
+    return out.stdout
+
+
+def manifest_digest(registry, reference):
+    """The digest the registry itself gives the manifest (HEAD, as an OCI client asks)."""
+    req = urllib.request.Request(
+        f"{registry}/v2/{REPOSITORY}/manifests/{reference}", method="HEAD",
+        headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.headers["Docker-Content-Digest"]
+
+
+def check(ok, what):
+    print(f"  {'ok  ' if ok else 'FAIL'} {what}")
+    return ok
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    module = os.path.abspath(sys.argv[1])
+    missing = [t for t in ("docker-registry", "kwctl", "policy-server") if shutil.which(t) is None]
+    if missing:
+        print(f"OCI round trip: SKIPPED (not installed: {', '.join(missing)}; "
+              ".ci/run installs docker-registry from Debian, docs/development.md says where kwctl and "
+              "policy-server come from)")
+        return 0
+
+    work = tempfile.mkdtemp(prefix="node-metadata-oci-")
+    processes = []
+    try:
+        port = harness.free_port()
+        registry = f"http://127.0.0.1:{port}"
+        config = os.path.join(work, "registry.yml")
+        with open(config, "w") as f:
+            f.write(f"""version: 0.1
+log: {{level: error, accesslog: {{disabled: true}}}}
+storage: {{filesystem: {{rootdirectory: {work}/registry}}}}
+http: {{addr: "127.0.0.1:{port}"}}
+""")
+        reg_log = open(os.path.join(work, "registry.log"), "w")
+        processes.append(subprocess.Popen(["docker-registry", "serve", config], stdout=reg_log, stderr=reg_log))
+        if not harness.wait_for(f"{registry}/v2/", 20, processes[-1]):
+            print("OCI round trip: docker-registry did not start; its log:")
+            print(open(os.path.join(work, "registry.log")).read()[-2000:])
+            return 1
+
+        # Plain HTTP on loopback: the registry is listed as insecure.
+        sources = os.path.join(work, "sources.yml")
+        with open(sources, "w") as f:
+            f.write(f'insecure_sources: ["127.0.0.1:{port}"]\n')
+        # kwctl keeps a policy store under the XDG directories: a fresh one
+        # here, so nothing from an earlier pull can answer for the registry.
+        env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+        env.update({f"XDG_{d}_HOME": os.path.join(work, "xdg", d.lower()) for d in ("CACHE", "DATA", "CONFIG")})
+        env.update({"NO_PROXY": "127.0.0.1,localhost", "RUST_BACKTRACE": "0"})
+        uri = f"registry://127.0.0.1:{port}/{REPOSITORY}:{TAG}"
+
+        print(f"OCI round trip through docker-registry on 127.0.0.1:{port}")
+        ok = True
+        pushed = json.loads(kwctl(env, "push", "--sources-path", sources, "-o", "json", module, uri))
+        pushed_digest = pushed["immutable_ref"].rsplit("@", 1)[1]
+        ok &= check(pushed_digest == manifest_digest(registry, TAG),
+                    f"kwctl push: manifest {pushed_digest} is the registry's")
+        pulled = os.path.join(work, "pulled.wasm")
+        kwctl(env, "pull", "--sources-path", sources, "-o", pulled, uri)
+        ok &= check(sha256(pulled) == sha256(module), f"kwctl pull: same bytes (sha256 {sha256(module)[:16]}...)")
+        digest = kwctl(env, "digest", "--sources-path", sources, uri).strip()
+        ok &= check(digest.endswith("@" + pushed_digest), f"kwctl digest: {digest.rsplit('@', 1)[-1]}")
+
+        # inspect reads kwctl's store, which a pull without -o fills.
+        kwctl(env, "pull", "--sources-path", sources, uri)
+        inspect = kwctl(env, "inspect", uri)
+        wanted = ["mutating:                     true", "context aware:                true",
+                  "pods/binding", "kind: Node", "io.kubewarden.policy.version"]
+        ok &= check(all(w in inspect for w in wanted), "kwctl inspect: mutating, context aware, pods/binding, "
+                    "Node, the version annotation")
+
+        # What scaffold writes from the registry's copy must be what it writes
+        # from the local module (packaging.rs checks that one against
+        # examples/cluster-admission-policy.yaml: rules, mutating,
+        # contextAwareResources), the module line aside.
+        def scaffold(source):
+            text = kwctl(env, "scaffold", "manifest", "--sources-path", sources, "--type",
+                         "ClusterAdmissionPolicy", "--allow-context-aware", source)
+            return "\n".join(line for line in text.splitlines() if not line.strip().startswith("module:"))
+        from_registry, from_file = scaffold(uri), scaffold(module)
+        ok &= check(from_registry == from_file and "mutating: true" in from_registry
+                    and "- pods/binding" in from_registry,
+                    "kwctl scaffold manifest: same manifest from the registry as from the file")
+        example = open(os.path.join(harness.ROOT, "examples", "cluster-admission-policy.yaml")).read()
+        ok &= check("module: registry://" in example and "mutating: true" in example
+                    and "pods/binding" in example and "kind: Node" in example,
+                    "examples/cluster-admission-policy.yaml names a registry:// module, mutating, "
+                    "pods/binding and Node")
+
+        stub = harness.start_stub(processes, [harness.data("node-1.json")])
+        if stub is None:
+            print("OCI round trip: the stub API server did not start")
+            return 1
+        policies = {"node-metadata": harness.entry(uri, {})}
+        url, server, log = harness.start_policy_server(processes, work, policies, stub,
+                                                       extra_args=["--sources-path", sources])
+        if url is None:
+            print("OCI round trip: policy-server did not become ready; its log:")
+            print(open(log).read()[-3000:])
+            return 1
+        downloaded = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(work, "downloads")) for f in fs]
+        ok &= check(len(downloaded) == 1 and sha256(downloaded[0]) == sha256(module),
+                    "policy-server pulled the same bytes from registry://")
+        answer = harness.post(f"{url}/validate/node-metadata", harness.review("binding.json"))["response"]
+        patch = json.loads(base64.b64decode(answer.get("patch", "")) or "[]")
+        ok &= check(answer.get("allowed") is True and "us-east-2a" in json.dumps(patch),
+                    f"policy-server (module: registry://...) mutates a binding: {json.dumps(patch)[:120]}")
+        print("OCI round trip: " + ("passed" if ok else "FAILED"))
+        return 0 if ok else 1
+    finally:
+        harness.stop(processes)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
