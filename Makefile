@@ -11,7 +11,7 @@ SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
 # Publishing coordinates: release.env (see there).
-.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test
+.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test
 
 all: policy.wasm
 
@@ -90,6 +90,18 @@ load-test:
 	kwctl annotate -m e2e-tests/load/floor-metadata.yml -o annotated-floor.wasm floor.wasm 2>/dev/null && \
 	python3 e2e-tests/load/run.py --policy annotated-policy.wasm --baseline annotated-baseline.wasm \
 		--floor annotated-floor.wasm $(LOAD_ARGS)
+
+# The policy in real policy-server while the stub API server misbehaves (slow,
+# hanging, 500, 429, 403, reset, malformed, 1 MB Node, deleted Node,
+# flapping): each answer, its time and the API reads per binding, and what a
+# hanging API server does to the other requests. Needs policy-server and kwctl
+# on PATH (SKIPPED otherwise); about 10 minutes. FAULT_ARGS: e.g. --hang 10.
+fault-test:
+	@if ! command -v policy-server >/dev/null || ! command -v kwctl >/dev/null; then \
+		echo "fault test: SKIPPED (policy-server and kwctl are needed on PATH; see docs/performance.md)"; exit 0; fi; \
+	$(MAKE) --no-print-directory annotated-policy.wasm baseline.wasm && \
+	kwctl annotate -m e2e-tests/load/baseline-metadata.yml -o annotated-baseline.wasm baseline.wasm 2>/dev/null && \
+	python3 e2e-tests/load/fault_test.py --policy annotated-policy.wasm --baseline annotated-baseline.wasm $(FAULT_ARGS)
 
 # Writes release.env's registry and source URL (and Cargo.toml's version) into
 # every file that repeats them.

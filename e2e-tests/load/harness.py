@@ -53,9 +53,9 @@ def post(url, body, timeout=10):
         return json.load(resp)
 
 
-def start_stub(processes, fixtures, extra=()):
-    """stub_apiserver.py on a free port; its base URL, or None if it did not start."""
-    port = free_port()
+def start_stub(processes, fixtures, extra=(), port=None):
+    """stub_apiserver.py on port (a free one by default); its base URL, or None if it did not start."""
+    port = port or free_port()
     processes.append(subprocess.Popen(
         [sys.executable, os.path.join(HERE, "stub_apiserver.py"), *extra, str(port), *fixtures]))
     url = f"http://127.0.0.1:{port}"
@@ -83,7 +83,7 @@ def entry(module, settings, mutating=True, resources=NODE):
             "contextAwareResources": resources, "hostCapabilities": ["*"], "settings": settings}
 
 
-def start_policy_server(processes, work, policies, server, extra_args=(), ready_seconds=120):
+def start_policy_server(processes, work, policies, server, extra_args=(), workers=2, ready_seconds=120):
     """policy-server for `policies` against the API server at `server`.
 
     Returns (base URL, Popen, log path), or (None, Popen, log path) when it
@@ -102,7 +102,7 @@ def start_policy_server(processes, work, policies, server, extra_args=(), ready_
     log = open(log_path, "w")
     proc = subprocess.Popen(
         ["policy-server", "--policies", policies_file, "--addr", "127.0.0.1", "--port", str(port),
-         "--readiness-probe-port", str(ready_port), "--workers", "2",
+         "--readiness-probe-port", str(ready_port), "--workers", str(workers),
          "--policies-download-dir", os.path.join(work, "downloads"),
          "--sigstore-cache-dir", os.path.join(work, "sigstore"), "--log-level", "warn", *extra_args],
         env=env, stdout=log, stderr=log)

@@ -7,11 +7,21 @@ objects without a namespace), 404 with a Status like the API server's for
 anything else, and counts requests per path: GET /stub/counts returns them
 as JSON, POST /stub/reset clears them.
 
-Usage: stub_apiserver.py PORT FIXTURE.json...
+With --any-node TEMPLATE.json it also serves every Node name asked for, as a
+copy of the template under that name (so a run can read thousands of distinct
+Nodes). POST /stub/fault {"mode": ..., "seconds": ..., "prefix": ...} makes
+Node reads (those whose name starts with prefix; all when it is empty)
+misbehave as a real API server can; stub_faults.py says how. Every wait is
+bounded by its seconds.
+
+Usage: stub_apiserver.py [--any-node TEMPLATE.json] PORT FIXTURE.json...
 """
+import copy
 import json
 import sys
 import threading
+
+import stub_faults
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PLURALS = {"Node": "nodes", "Namespace": "namespaces", "Pod": "pods", "ConfigMap": "configmaps"}
@@ -20,6 +30,8 @@ NAMESPACED = {"Pod", "ConfigMap"}
 objects = {}
 counts = {}
 lock = threading.Lock()
+template = None  # the --any-node Node
+fault = {"mode": "ok"}
 
 
 def core_resources():
@@ -54,17 +66,32 @@ def not_found(path):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle on, the body waits
+    # for the client's delayed ACK (40 ms a read on Linux).
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
 
-    def send_json(self, code, body):
-        data = json.dumps(body).encode()
+    def send_json(self, code, body, headers=()):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def node(self, path):
+        """The Node at path, or None."""
+        if path in objects:
+            return objects[path]
+        if template is not None and path.startswith("/api/v1/nodes/"):
+            obj = copy.deepcopy(template)
+            obj["metadata"]["name"] = path.rsplit("/", 1)[1]
+            return obj
+        return None
 
     def do_GET(self):
         path = self.path.split("?", 1)[0]
@@ -82,13 +109,26 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
         if path == "/api/v1":
             return self.send_json(200, core_resources())
-        if path in objects:
-            return self.send_json(200, objects[path])
+        obj = self.node(path)
+        if path.startswith("/api/v1/nodes/"):
+            with lock:
+                current = dict(fault)
+            name = path.rsplit("/", 1)[1]
+            if current["mode"] != "ok" and name.startswith(current.get("prefix", "")):
+                return stub_faults.answer(self, current, obj, path)
+        if obj is not None:
+            return self.send_json(200, obj)
         return self.send_json(404, not_found(path))
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
+        body = self.rfile.read(length)
+        if self.path == "/stub/fault":
+            with lock:
+                fault.clear()
+                fault.update(json.loads(body or b'{"mode": "ok"}'))
+                stub_faults.reset()
+            return self.send_json(200, {})
         if self.path == "/stub/reset":
             with lock:
                 counts.clear()
@@ -97,8 +137,14 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    port = int(sys.argv[1])
-    for fixture in sys.argv[2:]:
+    global template
+    args = sys.argv[1:]
+    if args[:1] == ["--any-node"]:
+        with open(args[1]) as f:
+            template = json.load(f)
+        args = args[2:]
+    port = int(args[0])
+    for fixture in args[1:]:
         with open(fixture) as f:
             obj = json.load(f)
         objects[path_for(obj)] = obj
