@@ -15,6 +15,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -134,6 +135,24 @@ http: {{addr: "127.0.0.1:{port}"}}
                     and "pods/binding" in example and "kind: Node" in example,
                     "examples/cluster-admission-policy.yaml names a registry:// module, mutating, "
                     "pods/binding and Node")
+
+        # Each ClusterAdmissionPolicy under examples/, its module pointed at
+        # this registry, through kwctl run: kwctl takes the manifest (rules,
+        # settings, contextAwareResources) and the policy mutates a binding.
+        for name in sorted(os.listdir(os.path.join(harness.ROOT, "examples"))):
+            text = open(os.path.join(harness.ROOT, "examples", name)).read()
+            for i, doc in enumerate(text.split("\n---\n")):
+                if "kind: ClusterAdmissionPolicy" not in doc:
+                    continue
+                manifest = os.path.join(work, f"{name}-{i}.yaml")
+                with open(manifest, "w") as f:
+                    f.write(re.sub(r"(?m)^(\s*module:).*$", rf"\1 {uri}", doc))
+                run = json.loads(kwctl(env, "run", "--sources-path", sources, "--allow-context-aware",
+                                       "--replay-host-capabilities-interactions",
+                                       harness.data("sessions/node-1.yml"),
+                                       "--request-path", harness.data("binding.json"), manifest))
+                ok &= check(run.get("allowed") is True and bool(run.get("patch")),
+                            f"examples/{name}: kwctl run with the module from the registry mutates a binding")
 
         stub = harness.start_stub(processes, [harness.data("node-1.json")])
         if stub is None:
