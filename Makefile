@@ -11,7 +11,7 @@ SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
 # Publishing coordinates: release.env (see there).
-.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test
+.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes
 
 all: policy.wasm
 
@@ -102,6 +102,15 @@ fault-test:
 	$(MAKE) --no-print-directory annotated-policy.wasm baseline.wasm && \
 	kwctl annotate -m e2e-tests/load/baseline-metadata.yml -o annotated-baseline.wasm baseline.wasm 2>/dev/null && \
 	python3 e2e-tests/load/fault_test.py --policy annotated-policy.wasm --baseline annotated-baseline.wasm $(FAULT_ARGS)
+
+# Bindings round-robin over many distinct Nodes (MANY_ARGS: --nodes 10000
+# --duration 20): policy-server's memory and the API server's Node reads a
+# second. Needs policy-server, kwctl and wrk (SKIPPED otherwise).
+many-nodes:
+	@if ! command -v policy-server >/dev/null || ! command -v kwctl >/dev/null; then \
+		echo "many Nodes: SKIPPED (policy-server and kwctl are needed on PATH)"; exit 0; fi; \
+	$(MAKE) --no-print-directory annotated-policy.wasm && \
+	python3 e2e-tests/load/many_nodes.py --policy annotated-policy.wasm $(MANY_ARGS)
 
 # Writes release.env's registry and source URL (and Cargo.toml's version) into
 # every file that repeats them.
