@@ -55,10 +55,6 @@ def timed_post(url, body, timeout):
     return time.monotonic() - start, answer
 
 
-def node_reads(stub):
-    with urllib.request.urlopen(f"{stub}/stub/counts", timeout=5) as resp:
-        return sum(n for p, n in json.load(resp).items() if p.startswith("/api/v1/nodes/"))
-
 
 def set_fault(stub, **fault):
     body = json.dumps(fault or {"mode": "ok"}).encode()
@@ -189,7 +185,7 @@ def main():
                     set_fault(stub, **fault)
                 slow = fault["mode"] == "delay"
                 n = 2 if slow else args.bindings
-                before = 0 if down else node_reads(stub)
+                before = 0 if down else harness.node_reads(stub)
                 key = f"{settings}-{fault['mode']}-{fault.get('seconds', '')}"
                 # Distinct Nodes, so policy-server's 5 s cache does not hide the fault.
                 calls = [(f"{base}/validate/{settings}", binding(f"{key}-{i}"), WEBHOOK_TIMEOUT + 30)
@@ -201,7 +197,7 @@ def main():
                     if harness.start_stub(restarted, [], extra=any_node, port=int(stub.rsplit(":", 1)[1])) is None:
                         raise RuntimeError("the stub API server did not restart")
                     processes[0] = restarted[0]
-                reads = 0 if down else node_reads(stub) - before
+                reads = 0 if down else harness.node_reads(stub) - before
                 times = [t for t, _ in results]
                 answers = sorted({verdict(a) for _, a in results})
                 if settings == "fail" and expect == "no metadata" and fault["mode"] != "delay":
@@ -224,7 +220,7 @@ def main():
         print()
         for mode, what in (("ok", "healthy"), ("500", "answering 500")):
             set_fault(stub, mode=mode)
-            before = node_reads(stub)
+            before = harness.node_reads(stub)
             start_t = time.monotonic()
             threads = []
             for i in range(rate * seconds):
@@ -236,7 +232,7 @@ def main():
                 threads[-1].start()
             for th in threads:
                 th.join(timeout=20)
-            reads = node_reads(stub) - before
+            reads = harness.node_reads(stub) - before
             print(f"API server {what}, {rate} bindings/s for {seconds} s over 10 Nodes: {reads} Node reads "
                   f"({reads / (rate * seconds):.2f} per binding, {reads / seconds:.1f}/s)")
         set_fault(stub)

@@ -4,6 +4,7 @@ API server, the policies-file entry the Kubewarden controller writes for a
 ClusterAdmissionPolicy, starting policy-server, and stopping every child.
 """
 import json
+import re
 import os
 import signal
 import socket
@@ -121,3 +122,26 @@ def stop(processes):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(timeout=10)
+
+
+def default_on_any_node(processes, work, policy):
+    """A stub API server serving every Node name (copies of the realistic Node)
+    and policy-server with `policy` under default settings as "default".
+    Returns (stub URL, policy-server URL, Popen), or None if either did not start.
+    """
+    stub = start_stub(processes, [], extra=["--any-node", data("node-large.json")])
+    if stub is None:
+        return None
+    base, server, _ = start_policy_server(processes, work, {"default": entry(policy, {})}, stub)
+    return (stub, base, server) if base else None
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def node_reads(stub):
+    """Node reads the stub API server has answered so far."""
+    with urllib.request.urlopen(f"{stub}/stub/counts", timeout=5) as resp:
+        return sum(n for p, n in json.load(resp).items() if p.startswith("/api/v1/nodes/"))

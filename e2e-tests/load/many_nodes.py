@@ -16,19 +16,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import urllib.request
 
 import harness
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
-
-
-def node_reads(stub):
-    with urllib.request.urlopen(f"{stub}/stub/counts", timeout=5) as resp:
-        return sum(n for p, n in json.load(resp).items() if p.startswith("/api/v1/nodes/"))
 
 
 def main():
@@ -44,12 +35,11 @@ def main():
     work = tempfile.mkdtemp(prefix="node-metadata-many-")
     processes = []
     try:
-        stub = harness.start_stub(processes, [], extra=["--any-node", harness.data("node-large.json")])
-        base, server, log = harness.start_policy_server(
-            processes, work, {"default": harness.entry(args.policy, {})}, stub)
-        if stub is None or base is None:
+        started = harness.default_on_any_node(processes, work, args.policy)
+        if started is None:
             print("many Nodes: the stub or policy-server did not start")
             return 1
+        stub, base, server = started
         review = json.loads(harness.review("binding-large-node.json"))
         review["request"]["object"]["target"]["name"] = "NODE"
         prefix, suffix = json.dumps(review).split('"NODE"')
@@ -65,10 +55,10 @@ request = function()
 end
 """)
         harness.post(f"{base}/validate/default", harness.review("binding-large-node.json"))  # warm-up
-        rss_before, reads_before = rss_kib(server.pid), node_reads(stub)
+        rss_before, reads_before = harness.rss_kib(server.pid), harness.node_reads(stub)
         out = subprocess.run(["wrk", "-t2", "-c4", f"-d{args.duration}s", "-s", script, f"{base}/validate/default"],
                              capture_output=True, text=True, timeout=args.duration + 30).stdout
-        rss_after, reads = rss_kib(server.pid), node_reads(stub) - reads_before
+        rss_after, reads = harness.rss_kib(server.pid), harness.node_reads(stub) - reads_before
         rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
         errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
         print(f"{args.nodes} Nodes round-robin, {args.duration} s: {rps:,.0f} bindings/s, "
