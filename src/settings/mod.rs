@@ -454,6 +454,10 @@ impl Settings {
         let rules_given = self.rules.is_some() || pasted.is_some() || self.policies.is_some();
         // Each source of rules, with the path its rules are named by.
         let mut sources: Vec<(String, Vec<RuleSpec>, RuleGroup)> = Vec::new();
+        // What the short form's step follows: the settings' failurePolicy, or
+        // a pasted policy's when the settings are one (documents under
+        // `policies` each keep theirs to their own rules).
+        let mut failure_policy = self.failure_policy.unwrap_or_default();
         match (self.rules.take(), pasted, self.policies.take()) {
             (None, None, None) => {}
             (Some(rules), None, None) => sources.push((
@@ -461,13 +465,13 @@ impl Settings {
                 rules,
                 RuleGroup {
                     count: 0,
-                    failure_policy: self.failure_policy.unwrap_or_default(),
+                    failure_policy,
                     autogen: Autogen::default(),
                     namespace: None,
                 },
             )),
             (None, Some(document), None) => {
-                let failure_policy = match (self.failure_policy, document.failure_policy) {
+                failure_policy = match (self.failure_policy, document.failure_policy) {
                     (Some(a), Some(b)) if a != b => {
                         return Err("settings.failurePolicy: contradicts the pasted policy's spec.failurePolicy; keep one".to_string());
                     }
@@ -491,16 +495,13 @@ impl Settings {
                     let document = document.read(&at)?;
                     // A document's own failurePolicy wins; the settings'
                     // applies to those that have none.
-                    let failure_policy = document
-                        .failure_policy
-                        .or(self.failure_policy)
-                        .unwrap_or_default();
+                    let group_failure_policy = document.failure_policy.unwrap_or(failure_policy);
                     sources.push((
                         format!("{at}.spec.rules"),
                         document.rules,
                         RuleGroup {
                             count: 0,
-                            failure_policy,
+                            failure_policy: group_failure_policy,
                             autogen: document.autogen,
                             namespace: document.namespace,
                         },
@@ -514,12 +515,6 @@ impl Settings {
                 );
             }
         }
-        let failure_policy = self.failure_policy.unwrap_or_else(|| {
-            sources
-                .first()
-                .filter(|_| sources.len() == 1)
-                .map_or_else(FailurePolicy::default, |source| source.2.failure_policy)
-        });
         let total: usize = sources.iter().map(|source| source.1.len()).sum();
         if total > crate::rules::MAX_RULES {
             return Err(format!(
