@@ -644,14 +644,14 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
-            when: "the settings are a Kyverno `MutatingPolicy` (or another kind this version does not run)",
-            answer_text: "settings.kind: MutatingPolicy (policies.kyverno.io) is not supported by this version of the policy",
+            when: "the settings are a Kyverno `ValidatingPolicy` (or another kind that does not mutate)",
+            answer_text: "settings.kind: ValidatingPolicy (policies.kyverno.io) validates; this policy mutates",
             answer: SettingsRefused(
-                "settings.kind: MutatingPolicy (policies.kyverno.io) is not supported by this version of the policy",
+                "settings.kind: ValidatingPolicy (policies.kyverno.io) validates; this policy mutates",
             ),
             run: || {
                 settings_case(
-                    r#"{"apiVersion":"policies.kyverno.io/v1","kind":"MutatingPolicy","metadata":{"name":"m"},"spec":{"matchConstraints":{},"mutations":[]}}"#,
+                    r#"{"apiVersion":"policies.kyverno.io/v1","kind":"ValidatingPolicy","metadata":{"name":"v"},"spec":{"matchConstraints":{},"validations":[]}}"#,
                 )
             },
             reads_node: false,

@@ -12,7 +12,7 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 use jmespath::Rcvar;
 use serde::de::DeserializeSeed;
 
-use crate::rules::field_paths::{Pruned, Reach};
+use crate::kyverno::field_paths::{Pruned, Reach};
 
 use crate::node_lookup::host_error_cause;
 
@@ -163,6 +163,14 @@ impl<'c> CachedCluster<'c> {
     pub fn read_var(&self, read: &Read) -> Result<Rcvar, String> {
         match &*self.answer(read) {
             Ok(answer) => answer.whole(),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// The answer as JSON, for the CEL policies.
+    pub fn read_json(&self, read: &Read) -> Result<serde_json::Value, String> {
+        match &*self.answer(read) {
+            Ok(answer) => serde_json::from_slice(&answer.bytes).map_err(not_json),
             Err(e) => Err(e.clone()),
         }
     }

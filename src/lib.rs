@@ -5,7 +5,8 @@
 //! request ([`admission`]), loads the settings ([`settings`]) and runs them as
 //! one [`pipeline`] of steps: the short form's (read the Node through the
 //! host, [`node_lookup`]; write the chosen keys, [`mutation`]) and Kyverno's
-//! rules ([`rules`], reading the cluster through [`cluster`]).
+//! rules ([`kyverno`], reading the cluster through [`cluster`]) and CEL
+//! policies ([`cel`]).
 
 // No unsafe code: the one exception is the waPC entry point's export name.
 #![deny(unsafe_code)]
@@ -27,15 +28,16 @@
 )]
 
 pub mod admission;
+pub mod cel;
 pub mod cluster;
 pub mod glob;
 pub mod identity;
 pub mod k8s_names;
+pub mod kyverno;
 pub mod mutation;
 pub mod node_lookup;
 pub mod object;
 pub mod pipeline;
-pub mod rules;
 pub mod settings;
 
 #[cfg(any(test, feature = "fuzzing"))]
@@ -147,10 +149,12 @@ pub fn decide<'a>(raw: &'a [u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster)
         }
     };
     let raw_settings = payload.settings.map_or("{}", RawValue::get);
-    // Settings without rules leave every request but bindings and placed Pods
-    // alone, and most requests are neither: skip parsing the settings then.
-    // (policy-server re-encodes settings, so a `rules` key is never escaped.)
-    let may_have_rules = raw_settings.contains("\"rules\"");
+    // Settings without rules or CEL mutations leave every request but
+    // bindings and placed Pods alone, and most requests are neither: skip
+    // parsing the settings then. (policy-server re-encodes settings, so a
+    // key is never escaped.)
+    let may_have_rules =
+        raw_settings.contains("\"rules\"") || raw_settings.contains("\"mutations\"");
     let subject = classify(&payload.request, may_have_rules);
     if let Subject::PassThrough { why } = &subject
         && !may_have_rules

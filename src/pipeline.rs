@@ -10,15 +10,18 @@ use jmespath::Rcvar;
 use serde_json::Value;
 
 use crate::admission::{AdmissionRequest, Subject};
+use crate::cel::CelPolicy;
+use crate::cel::engine::{CelRequest, CelResult};
+use crate::cel::matching::RequestInfo;
 use crate::cluster::{CachedCluster, Cluster};
 use crate::identity;
+use crate::kyverno;
+use crate::kyverno::engine::{Engine, RuleResult};
+use crate::kyverno::matching::RequestFacts;
+use crate::kyverno::spec::RuleSpec;
 use crate::mutation::{self, ObjectKind};
 use crate::node_lookup::{self, NodeFields, NodeLookup};
 use crate::object::Object;
-use crate::rules;
-use crate::rules::engine::{Engine, RuleResult};
-use crate::rules::matching::RequestFacts;
-use crate::rules::spec::RuleSpec;
 use crate::settings::{self, FailurePolicy, PolicyPlan, RuleGroup};
 
 /// One step of the pipeline.
@@ -28,16 +31,27 @@ pub enum Step<'p> {
     NodeMetadata,
     /// A Kyverno rule, with what governs the policy it came from.
     Rule(&'p RuleSpec, &'p RuleGroup),
+    /// A CEL policy document (MutatingPolicy, MutatingAdmissionPolicy).
+    Cel(&'p CelPolicy, &'p RuleGroup),
 }
 
 impl PolicyPlan {
     /// The settings as steps, in the order they run.
-    pub fn steps(&self) -> impl Iterator<Item = Step<'_>> {
-        let node_metadata = (!self.copy.is_empty()).then_some(Step::NodeMetadata);
-        node_metadata.into_iter().chain(
-            self.grouped_rules()
-                .map(|(rule, group)| Step::Rule(rule, group)),
-        )
+    pub fn steps(&self) -> Vec<Step<'_>> {
+        let mut steps = Vec::new();
+        if !self.copy.is_empty() {
+            steps.push(Step::NodeMetadata);
+        }
+        let mut rules = self.rules.iter();
+        for group in &self.rule_groups {
+            if let Some(policy) = &group.cel {
+                steps.push(Step::Cel(policy, group));
+            }
+            for rule in rules.by_ref().take(group.count) {
+                steps.push(Step::Rule(rule, group));
+            }
+        }
+        steps
     }
 }
 
@@ -68,8 +82,15 @@ pub struct Outcome<'a> {
 struct RuleInputs<'s> {
     request: Rcvar,
     facts: RequestFacts,
-    functions: rules::jmes::Functions<'s>,
-    config_map_masks: rules::references::ConfigMapMasks<'s>,
+    functions: kyverno::jmes::Functions<'s>,
+    config_map_masks: kyverno::references::ConfigMapMasks<'s>,
+}
+
+/// What CEL policies read, prepared once, when the first one runs.
+struct CelInputs {
+    info: RequestInfo,
+    request: ::cel::Value,
+    old_object: ::cel::Value,
 }
 
 pub struct Pipeline<'a> {
@@ -102,6 +123,7 @@ impl<'a> Pipeline<'a> {
         };
         let cluster = CachedCluster::new(self.cluster);
         let mut inputs: Option<RuleInputs> = None;
+        let mut cel_inputs: Option<CelInputs> = None;
         // A namespaced Policy sees only requests in its namespace.
         let request_namespace: Option<String> = self
             .plan
@@ -112,7 +134,7 @@ impl<'a> Pipeline<'a> {
         for step in self.plan.steps() {
             let failure_policy = match step {
                 Step::NodeMetadata => self.plan.failure_policy,
-                Step::Rule(_, group) => group.failure_policy,
+                Step::Rule(_, group) | Step::Cel(_, group) => group.failure_policy,
             };
             let result = match step {
                 Step::NodeMetadata => match (&placement, outcome.object.as_mut()) {
@@ -136,6 +158,12 @@ impl<'a> Pipeline<'a> {
                         break;
                     };
                     self.rule(rule, group, ready, &mut outcome, &cluster)
+                }
+                Step::Cel(policy, _) => {
+                    let Some(ready) = self.cel_inputs(&mut cel_inputs, &mut outcome) else {
+                        break;
+                    };
+                    self.cel(policy, ready, &mut outcome, &cluster)
                 }
             };
             match result {
@@ -168,19 +196,89 @@ impl<'a> Pipeline<'a> {
     ) -> Option<&'i RuleInputs<'a>> {
         if inputs.is_none() {
             let (request, received) =
-                rules::request_data(self.request, self.raw_settings, outcome.object.is_none())?;
+                kyverno::request_data(self.request, self.raw_settings, outcome.object.is_none())?;
             if outcome.object.is_none() {
                 outcome.object = received.map(Object::Whole);
             }
             outcome.object.as_ref()?;
             *inputs = Some(RuleInputs {
                 request: Rc::new(request),
-                functions: rules::jmes::Functions::for_settings(self.raw_settings),
-                config_map_masks: rules::references::ConfigMapMasks::new(self.raw_settings),
+                functions: kyverno::jmes::Functions::for_settings(self.raw_settings),
+                config_map_masks: kyverno::references::ConfigMapMasks::new(self.raw_settings),
                 facts: RequestFacts::from_request(self.request, &self.plan.resource_kinds),
             });
         }
         inputs.as_ref()
+    }
+
+    /// The request as CEL policies read it, decoded the first time one runs.
+    fn cel_inputs<'i>(
+        &self,
+        inputs: &'i mut Option<CelInputs>,
+        outcome: &mut Outcome,
+    ) -> Option<&'i CelInputs> {
+        if inputs.is_none() {
+            if outcome.object.is_none() {
+                let object = self
+                    .request
+                    .raw("object")
+                    .and_then(|o| serde_json::from_str::<Value>(o.get()).ok())
+                    .filter(Value::is_object)?;
+                outcome.object = Some(Object::Whole(object));
+            }
+            let mut request = serde_json::Map::new();
+            let mut old_object = Value::Null;
+            for (name, value) in &self.request.fields {
+                let name: &str = name;
+                let Ok(value) = serde_json::from_str::<Value>(value.get()) else {
+                    continue;
+                };
+                match name {
+                    "object" => {}
+                    "oldObject" => old_object = value,
+                    _ => {
+                        request.insert(name.to_string(), value);
+                    }
+                }
+            }
+            *inputs = Some(CelInputs {
+                info: RequestInfo::from_request(self.request),
+                request: crate::cel::values::from_json(&Value::Object(request)),
+                old_object: crate::cel::values::from_json(&old_object),
+            });
+        }
+        inputs.as_ref()
+    }
+
+    /// A CEL policy's step.
+    fn cel(
+        &self,
+        policy: &CelPolicy,
+        inputs: &CelInputs,
+        outcome: &mut Outcome,
+        cluster: &CachedCluster,
+    ) -> Result<(bool, Vec<String>), StepError> {
+        let Some(object) = outcome.object.as_mut() else {
+            return Ok((false, Vec::new()));
+        };
+        let label = format!("{} {:?}", policy.kind.name(), policy.name);
+        let failed = |why: String| StepError::Failed {
+            ignored: format!("{label} not applied: {why}"),
+            message: format!("{label}: {why}"),
+        };
+        let object = object.whole().map_err(failed)?;
+        let request = CelRequest {
+            info: &inputs.info,
+            request: &inputs.request,
+            old_object: &inputs.old_object,
+            kinds: &self.plan.resource_kinds,
+            cluster,
+        };
+        match crate::cel::engine::run(policy, object, &request) {
+            Ok(CelResult::Skipped) => Ok((false, Vec::new())),
+            Ok(CelResult::Mutated(mutated)) => commit(object, mutated).map_err(failed),
+            Err(why) => Err(failed(why)),
+        }
     }
 
     /// The short form's step: read the Node, write its metadata.
@@ -231,7 +329,7 @@ impl<'a> Pipeline<'a> {
         })?;
         // Autogen: a Pod rule runs over a controller's Pod template, as a Pod.
         let template =
-            rules::autogen::template_pointer(&inputs.facts.kind, &group.autogen.controllers)
+            kyverno::autogen::template_pointer(&inputs.facts.kind, &group.autogen.controllers)
                 .filter(|_| inputs.facts.sub_resource.is_empty());
         let pod_facts;
         let view;
@@ -243,7 +341,7 @@ impl<'a> Pipeline<'a> {
                     kind: "Pod".to_string(),
                     ..inputs.facts.clone()
                 };
-                view = rules::autogen::view(object, pointer);
+                view = kyverno::autogen::view(object, pointer);
                 (&pod_facts, &view)
             }
             None => (&inputs.facts, &*object),
@@ -260,7 +358,7 @@ impl<'a> Pipeline<'a> {
                 let mutated = match template {
                     Some(pointer) => {
                         let mut whole = object.clone();
-                        rules::autogen::write_back(&mut whole, pointer, mutated);
+                        kyverno::autogen::write_back(&mut whole, pointer, mutated);
                         whole
                     }
                     None => mutated,

@@ -1,16 +1,19 @@
-//! Whole policy documents pasted as the settings: one Kyverno ClusterPolicy
-//! or Policy in place of the settings, or several under `policies`. Each is
-//! checked for its kind first (a document of another kind is refused by
-//! kind, not by the first field this schema lacks), then read into a
-//! [`Document`]: its rules and what governs them.
+//! Whole policy documents pasted as the settings: one Kyverno ClusterPolicy,
+//! Policy, MutatingPolicy or NamespacedMutatingPolicy, or a Kubernetes
+//! MutatingAdmissionPolicy, in place of the settings, or several under
+//! `policies`. Each is checked for its kind first (a document of another
+//! kind is refused by kind, not by the first field its schema lacks), then
+//! its spec is read by that kind's schema into a [`Document`].
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde_json::value::RawValue;
 
-use super::{AUTOGEN_ANNOTATION, AUTOGEN_DEFAULT, Autogen, FailurePolicy};
-use crate::rules::spec::RuleSpec;
+use super::{AUTOGEN_ANNOTATION, AUTOGEN_DEFAULT, Autogen, Checks, FailurePolicy};
+use crate::cel::{CelKind, CelPolicy};
+use crate::kyverno::spec::RuleSpec;
 
 /// A pasted policy document, as the items of `policies` are written.
 #[derive(Debug, Default, Deserialize)]
@@ -22,17 +25,24 @@ pub struct PolicyDocument {
     pub kind: Option<String>,
     #[serde(default)]
     pub metadata: Option<PolicyMetadata>,
+    /// Read by the schema of the document's kind.
     #[serde(default)]
-    pub spec: Option<PolicySpec>,
+    pub spec: Option<Box<RawValue>>,
+    /// A MutatingAdmissionPolicy's parameters (its `paramKind` object),
+    /// given inline: Kubewarden has no binding object to point at them.
+    #[serde(default)]
+    pub params: Option<serde_json::Value>,
     // kubectl output carries it; nothing to honour.
     #[serde(default)]
     pub status: Option<IgnoredAny>,
 }
 
 /// The parts of a pasted policy's `metadata` that change what it does; the
-/// rest (name, uid, managedFields...) is read past.
+/// rest (uid, managedFields...) is read past.
 #[derive(Debug, Default, Deserialize)]
 pub struct PolicyMetadata {
+    #[serde(default)]
+    pub name: Option<String>,
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
     /// A namespaced `Policy` applies only in its namespace.
@@ -41,6 +51,8 @@ pub struct PolicyMetadata {
 }
 
 /// Kyverno's `ClusterPolicy.spec`, as far as admission mutation goes.
+// The fields read past are there to be accepted, not read.
+#[allow(dead_code)]
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PolicySpec {
@@ -79,7 +91,13 @@ pub struct PolicySpec {
 }
 
 /// What a pasted policy document contributes.
-pub struct Document {
+pub enum Document {
+    Kyverno(KyvernoDocument),
+    Cel(Box<CelPolicy>),
+}
+
+/// What a ClusterPolicy or Policy contributes.
+pub struct KyvernoDocument {
     pub rules: Vec<RuleSpec>,
     pub failure_policy: Option<FailurePolicy>,
     pub autogen: Autogen,
@@ -131,21 +149,21 @@ impl DocumentHeads {
 enum PastedKind {
     ClusterPolicy,
     Policy,
+    Cel(CelKind),
 }
 
 /// Policy kinds users may paste that this version does not run, with their
 /// API groups; refused by name rather than by the first field they have
 /// that a ClusterPolicy lacks.
-const OTHER_POLICY_KINDS: [(&str, &str); 5] = [
-    ("MutatingPolicy", "policies.kyverno.io"),
-    ("NamespacedMutatingPolicy", "policies.kyverno.io"),
-    ("MutatingAdmissionPolicy", "admissionregistration.k8s.io"),
+const OTHER_POLICY_KINDS: [(&str, &str); 4] = [
     ("ValidatingPolicy", "policies.kyverno.io"),
+    ("NamespacedValidatingPolicy", "policies.kyverno.io"),
     ("ValidatingAdmissionPolicy", "admissionregistration.k8s.io"),
+    ("GeneratingPolicy", "policies.kyverno.io"),
 ];
 
 /// What the settings take when pasted whole, for messages.
-const PASTABLE: &str = "a Kyverno ClusterPolicy or Policy (kyverno.io/v1), its spec.rules as `rules`, or the short form (`copy`)";
+const PASTABLE: &str = "a Kyverno ClusterPolicy or Policy (kyverno.io/v1), a Kyverno MutatingPolicy or NamespacedMutatingPolicy (policies.kyverno.io/v1), a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1), spec.rules as `rules`, or the short form (`copy`)";
 
 /// Which pasted document `apiVersion` and `kind` describe, or why it cannot
 /// be pasted; `at` is the document's path.
@@ -157,6 +175,14 @@ fn pasted_kind(
     let pasted = match kind {
         Some("ClusterPolicy") => PastedKind::ClusterPolicy,
         Some("Policy") => PastedKind::Policy,
+        // Their apiVersion is checked with the document.
+        Some("MutatingPolicy") => return Ok(PastedKind::Cel(CelKind::MutatingPolicy)),
+        Some("NamespacedMutatingPolicy") => {
+            return Ok(PastedKind::Cel(CelKind::NamespacedMutatingPolicy));
+        }
+        Some("MutatingAdmissionPolicy") => {
+            return Ok(PastedKind::Cel(CelKind::MutatingAdmissionPolicy));
+        }
         Some("ClusterAdmissionPolicy" | "AdmissionPolicy") => {
             return Err(format!(
                 "{at}.kind: a Kubewarden policy: these settings are what goes inside one (its spec.settings), not the policy itself; they take {PASTABLE}"
@@ -165,11 +191,11 @@ fn pasted_kind(
         Some(other) => {
             let known = OTHER_POLICY_KINDS.iter().find(|(name, _)| *name == other);
             let why = match known {
-                Some((name, group)) if name.starts_with("Validating") => {
+                Some((name, group)) if name.contains("Validating") => {
                     format!("{name} ({group}) validates; this policy mutates, and takes {PASTABLE}")
                 }
                 Some((name, group)) => format!(
-                    "{name} ({group}) is not supported by this version of the policy; it takes {PASTABLE}"
+                    "{name} ({group}) generates resources; this policy mutates, and takes {PASTABLE}"
                 ),
                 None => {
                     format!("{other:?} is not a policy this policy can run; it takes {PASTABLE}")
@@ -179,7 +205,7 @@ fn pasted_kind(
         }
         None => {
             return Err(format!(
-                "{at}.kind: missing; a pasted policy document needs its kind (ClusterPolicy or Policy); the settings take {PASTABLE}"
+                "{at}.kind: missing; a pasted policy document needs its kind; the settings take {PASTABLE}"
             ));
         }
     };
@@ -195,35 +221,76 @@ fn pasted_kind(
     }
 }
 
+/// Reads a document's spec by its kind's schema, naming the path of a
+/// field that does not fit (`settings.policies[1].spec.mutations[0].x`).
+fn read_spec<T: DeserializeOwned + Default>(
+    spec: Option<&RawValue>,
+    at: &str,
+) -> Result<T, String> {
+    let Some(spec) = spec else {
+        return Err(format!("{at}.spec: a pasted policy needs its spec"));
+    };
+    if let Ok(read) = serde_json::from_str::<T>(spec.get()) {
+        return Ok(read);
+    }
+    let mut de = serde_json::Deserializer::from_str(spec.get());
+    serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = super::without_position(&err.into_inner());
+        if path == "." {
+            format!("{at}.spec: {inner}")
+        } else {
+            format!("{at}.spec.{path}: {inner}")
+        }
+    })
+}
+
 impl PolicyDocument {
     /// Checks the document found at `at` and takes what it says.
-    pub fn read(self, at: &str) -> Result<Document, String> {
-        let mut document = Document {
+    pub fn read(self, at: &str, checks: Checks) -> Result<Document, String> {
+        let kind = pasted_kind(at, self.api_version.as_deref(), self.kind.as_deref())?;
+        if let PastedKind::Cel(cel_kind) = kind {
+            crate::cel::check_api_version(
+                cel_kind,
+                self.api_version.as_deref().unwrap_or_default(),
+                at,
+            )?;
+            let spec = read_spec(self.spec.as_deref(), at)?;
+            let metadata = self.metadata.unwrap_or_default();
+            let namespace = match cel_kind {
+                CelKind::NamespacedMutatingPolicy => Some(namespace_of(&metadata, at)?),
+                _ => None,
+            };
+            return CelPolicy::read(
+                cel_kind,
+                self.api_version.as_deref().unwrap_or_default(),
+                metadata.name,
+                namespace,
+                spec,
+                self.params,
+                at,
+                checks,
+            )
+            .map(|policy| Document::Cel(Box::new(policy)));
+        }
+        if self.params.is_some() {
+            return Err(format!(
+                "{at}.params: only a MutatingAdmissionPolicy with a spec.paramKind takes parameters"
+            ));
+        }
+        let mut document = KyvernoDocument {
             rules: Vec::new(),
             failure_policy: None,
             autogen: Autogen::default(),
             namespace: None,
         };
-        if pasted_kind(at, self.api_version.as_deref(), self.kind.as_deref())? == PastedKind::Policy
-        {
-            // Kyverno applies a Policy only to requests in its own namespace;
-            // one written without a namespace lands, like any namespaced
-            // object applied so, in `default`.
-            let namespace = self
-                .metadata
-                .as_ref()
-                .and_then(|m| m.namespace.clone())
-                .unwrap_or_else(|| "default".to_string());
-            if let Err(why) = crate::k8s_names::check_dns_label(&namespace) {
-                return Err(format!(
-                    "{at}.metadata.namespace: {namespace:?} {why}: a namespaced Policy applies only in its namespace"
-                ));
-            }
-            document.namespace = Some(namespace);
+        if kind == PastedKind::Policy {
+            document.namespace = Some(namespace_of(
+                self.metadata.as_ref().unwrap_or(&PolicyMetadata::default()),
+                at,
+            )?);
         }
-        let Some(spec) = self.spec else {
-            return Err(format!("{at}.spec: a pasted policy needs its spec"));
-        };
+        let spec: PolicySpec = read_spec(self.spec.as_deref(), at)?;
         if let Some(apply) = spec.apply_rules.as_deref()
             && apply != "All"
         {
@@ -253,6 +320,23 @@ impl PolicyDocument {
             }
             document.autogen = Autogen { controllers };
         }
-        Ok(document)
+        Ok(Document::Kyverno(document))
     }
+}
+
+/// A namespaced policy's namespace. Kyverno applies a Policy (and a
+/// NamespacedMutatingPolicy) only to requests in its own namespace; one
+/// written without a namespace lands, like any namespaced object applied so,
+/// in `default`.
+fn namespace_of(metadata: &PolicyMetadata, at: &str) -> Result<String, String> {
+    let namespace = metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_string());
+    crate::k8s_names::check_dns_label(&namespace).map_err(|why| {
+        format!(
+            "{at}.metadata.namespace: {namespace:?} {why}: a namespaced policy applies only in its namespace"
+        )
+    })?;
+    Ok(namespace)
 }

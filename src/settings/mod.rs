@@ -9,13 +9,15 @@ use serde::de::IgnoredAny;
 
 use crate::glob::KeyPattern;
 use crate::k8s_names::{check_label_value, check_qualified_name};
-use crate::rules::resources::ResourceKind;
-use crate::rules::spec::RuleSpec;
+use crate::kyverno::resources::ResourceKind;
+use crate::kyverno::spec::RuleSpec;
 
 mod copy;
 mod documents;
 use copy::{check_conflicts, default_rule};
-use documents::{DocumentHeads, PolicyDocument, PolicyMetadata, PolicySpec};
+use documents::{Document, DocumentHeads, PolicyDocument, PolicyMetadata};
+
+use crate::cel::CelPolicy;
 
 /// The settings document (`ClusterAdmissionPolicy.spec.settings`).
 #[derive(Debug, Default, Deserialize)]
@@ -49,7 +51,10 @@ pub struct Settings {
     #[serde(default)]
     pub metadata: Option<PolicyMetadata>,
     #[serde(default)]
-    pub spec: Option<PolicySpec>,
+    pub spec: Option<Box<serde_json::value::RawValue>>,
+    /// A pasted MutatingAdmissionPolicy's parameters.
+    #[serde(default)]
+    pub params: Option<serde_json::Value>,
     /// Several whole policy documents, applied in order: each sees the
     /// object as the ones before it left it.
     #[serde(default)]
@@ -294,6 +299,8 @@ pub struct RuleGroup {
     /// A namespaced `Policy`'s namespace: its rules see only requests in it
     /// (cluster-scoped objects have none, so they are never matched).
     pub namespace: Option<String>,
+    /// A CEL policy document, which this group is instead of rules.
+    pub cel: Option<Box<CelPolicy>>,
 }
 
 impl PolicyPlan {
@@ -342,7 +349,10 @@ impl PolicyPlan {
     /// they seem to: logged when the policy is loaded.
     pub fn load_warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
-        if self.copy.is_empty() && self.rules.is_empty() {
+        if self.copy.is_empty()
+            && self.rules.is_empty()
+            && self.rule_groups.iter().all(|group| group.cel.is_none())
+        {
             warnings.push("settings: these settings copy nothing and run no rules, so the policy changes nothing (an empty `copy` or `rules` list means nothing; leave both out for the zone and region default)".to_string());
         }
         for rule in &self.copy {
@@ -359,6 +369,20 @@ impl PolicyPlan {
             }
         }
         warnings
+    }
+}
+
+/// The group a CEL policy document makes.
+fn cel_group(mut policy: Box<CelPolicy>, failure_policy: FailurePolicy) -> RuleGroup {
+    policy.failure_policy = failure_policy;
+    RuleGroup {
+        count: 0,
+        failure_policy,
+        autogen: Autogen {
+            controllers: Vec::new(),
+        },
+        namespace: policy.namespace.clone(),
+        cel: Some(policy),
     }
 }
 
@@ -435,7 +459,7 @@ pub fn load(raw: &[u8]) -> Result<PolicyPlan, String> {
         // What the rules' templates read, checked on the settings as written.
         let settings: serde_json::Value = serde_json::from_slice(raw)
             .map_err(|e| format!("settings: {}", without_position(&e)))?;
-        crate::rules::variable_names::check(&settings)?;
+        crate::kyverno::variable_names::check(&settings)?;
     }
     Ok(plan)
 }
@@ -447,7 +471,7 @@ pub fn load_for_request(raw: &[u8]) -> Result<PolicyPlan, String> {
 
 impl Settings {
     pub fn compile(mut self, checks: Checks) -> Result<PolicyPlan, String> {
-        let pasted = self.pasted_document()?;
+        let pasted = self.pasted_document(checks)?;
         // The zone/region default is for settings that ask for nothing: an
         // explicit `rules` list (or a pasted policy), even an empty one, says
         // what to do, as `copy: []` does.
@@ -468,9 +492,21 @@ impl Settings {
                     failure_policy,
                     autogen: Autogen::default(),
                     namespace: None,
+                    cel: None,
                 },
             )),
-            (None, Some(document), None) => {
+            (None, Some(Document::Cel(policy)), None) => {
+                failure_policy = match (self.failure_policy, policy.spec.failure_policy) {
+                    (Some(a), Some(b)) if a != b => {
+                        return Err("settings.failurePolicy: contradicts the pasted policy's spec.failurePolicy; keep one".to_string());
+                    }
+                    (Some(policy), _) | (None, Some(policy)) => policy,
+                    // Kyverno's and Kubernetes' default for these kinds.
+                    (None, None) => FailurePolicy::Fail,
+                };
+                sources.push((String::new(), Vec::new(), cel_group(policy, failure_policy)));
+            }
+            (None, Some(Document::Kyverno(document)), None) => {
                 failure_policy = match (self.failure_policy, document.failure_policy) {
                     (Some(a), Some(b)) if a != b => {
                         return Err("settings.failurePolicy: contradicts the pasted policy's spec.failurePolicy; keep one".to_string());
@@ -486,13 +522,29 @@ impl Settings {
                         failure_policy,
                         autogen: document.autogen,
                         namespace: document.namespace,
+                        cel: None,
                     },
                 ));
             }
             (None, None, Some(documents)) => {
                 for (i, document) in documents.into_iter().enumerate() {
                     let at = format!("settings.policies[{i}]");
-                    let document = document.read(&at)?;
+                    let document = match document.read(&at, checks)? {
+                        Document::Cel(policy) => {
+                            let group_failure_policy = policy
+                                .spec
+                                .failure_policy
+                                .or(self.failure_policy)
+                                .unwrap_or(FailurePolicy::Fail);
+                            sources.push((
+                                String::new(),
+                                Vec::new(),
+                                cel_group(policy, group_failure_policy),
+                            ));
+                            continue;
+                        }
+                        Document::Kyverno(document) => document,
+                    };
                     // A document's own failurePolicy wins; the settings'
                     // applies to those that have none.
                     let group_failure_policy = document.failure_policy.unwrap_or(failure_policy);
@@ -504,6 +556,7 @@ impl Settings {
                             failure_policy: group_failure_policy,
                             autogen: document.autogen,
                             namespace: document.namespace,
+                            cel: None,
                         },
                     ));
                 }
@@ -516,19 +569,19 @@ impl Settings {
             }
         }
         let total: usize = sources.iter().map(|source| source.1.len()).sum();
-        if total > crate::rules::MAX_RULES {
+        if total > crate::kyverno::MAX_RULES {
             return Err(format!(
                 "settings: {total} rules in all; at most {} are allowed",
-                crate::rules::MAX_RULES
+                crate::kyverno::MAX_RULES
             ));
         }
         let mut rules = Vec::with_capacity(total);
         let mut rule_groups = Vec::with_capacity(sources.len());
         for (at, group_rules, mut group) in sources {
-            if checks == Checks::Full {
-                crate::rules::check(&group_rules, &self.resource_kinds, &at)?;
+            if checks == Checks::Full && group.cel.is_none() {
+                crate::kyverno::check(&group_rules, &self.resource_kinds, &at)?;
             }
-            if !crate::rules::autogen::eligible(&group_rules) {
+            if !crate::kyverno::autogen::eligible(&group_rules) {
                 group.autogen.controllers.clear();
             }
             group.count = group_rules.len();
@@ -571,9 +624,12 @@ impl Settings {
     }
 
     /// The settings themselves as a pasted policy document, when they are one.
-    fn pasted_document(&mut self) -> Result<Option<documents::Document>, String> {
+    fn pasted_document(&mut self, checks: Checks) -> Result<Option<Document>, String> {
         let pasted = self.spec.is_some() || self.kind.is_some() || self.api_version.is_some();
         if !pasted {
+            if self.params.is_some() {
+                return Err("settings.params: only a pasted MutatingAdmissionPolicy with a spec.paramKind takes parameters".to_string());
+            }
             if self.metadata.is_some() {
                 return Err("settings.metadata: only a whole policy document (apiVersion, kind, metadata, spec) has metadata".to_string());
             }
@@ -584,9 +640,10 @@ impl Settings {
             kind: self.kind.take(),
             metadata: self.metadata.take(),
             spec: self.spec.take(),
+            params: self.params.take(),
             status: None,
         };
-        document.read("settings").map(Some)
+        document.read("settings", checks).map(Some)
     }
 }
 
@@ -681,19 +738,31 @@ mod tests {
 
     #[test]
     fn other_policy_kinds_are_refused_by_kind() {
-        let mutating = r#"{"apiVersion":"policies.kyverno.io/v1","kind":"MutatingPolicy","metadata":{"name":"m"},
-            "spec":{"matchConstraints":{"resourceRules":[]},"mutations":[]}}"#;
-        let msg = refused(mutating);
+        let validating = r#"{"apiVersion":"policies.kyverno.io/v1","kind":"ValidatingPolicy","metadata":{"name":"v"},
+            "spec":{"matchConstraints":{"resourceRules":[]},"validations":[]}}"#;
+        let msg = refused(validating);
         assert!(
-            msg.starts_with("settings.kind: MutatingPolicy (policies.kyverno.io) is not supported by this version of the policy; it takes a Kyverno ClusterPolicy or Policy"),
+            msg.starts_with("settings.kind: ValidatingPolicy (policies.kyverno.io) validates; this policy mutates, and takes a Kyverno ClusterPolicy or Policy"),
             "{msg}"
         );
         let msg = refused(
-            &mutating
-                .replace("\"MutatingPolicy\"", "\"MutatingAdmissionPolicy\"")
+            &validating
+                .replace("\"ValidatingPolicy\"", "\"ValidatingAdmissionPolicy\"")
                 .replace("policies.kyverno.io/v1", "admissionregistration.k8s.io/v1"),
         );
-        assert!(msg.starts_with("settings.kind: MutatingAdmissionPolicy (admissionregistration.k8s.io) is not supported"), "{msg}");
+        assert!(
+            msg.starts_with(
+                "settings.kind: ValidatingAdmissionPolicy (admissionregistration.k8s.io) validates"
+            ),
+            "{msg}"
+        );
+        let msg = refused(&validating.replace("ValidatingPolicy", "GeneratingPolicy"));
+        assert!(
+            msg.starts_with(
+                "settings.kind: GeneratingPolicy (policies.kyverno.io) generates resources"
+            ),
+            "{msg}"
+        );
         let msg = refused(r#"{"apiVersion":"kyverno.io/v1","kind":"Pod"}"#);
         assert!(
             msg.starts_with("settings.kind: \"Pod\" is not a policy"),
@@ -929,8 +998,14 @@ mod tests {
     fn pasted_documents_are_checked() {
         let msg = refused(&document("{}", "").replace("kyverno.io/v1", "policies.kyverno.io/v1"));
         assert!(msg.starts_with("settings.apiVersion:"), "{msg}");
+        // A ClusterPolicy's spec under another kind: read by that kind's schema.
         let msg = refused(&document("{}", "").replace("ClusterPolicy", "MutatingPolicy"));
-        assert!(msg.starts_with("settings.kind:"), "{msg}");
+        assert!(
+            msg.starts_with(
+                "settings.apiVersion: \"kyverno.io/v1\": a MutatingPolicy is policies.kyverno.io/v1"
+            ),
+            "{msg}"
+        );
         let both = document("{}", "").replacen('{', &format!("{{\"rules\":[{}],", pod_rule()), 1);
         assert!(refused(&both).contains("alternatives"));
         let contradiction = document("{}", r#""failurePolicy":"Fail","#).replacen(

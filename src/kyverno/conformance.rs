@@ -15,14 +15,14 @@ use crate::node_lookup::{NodeFields, NodeLookup};
 
 /// The cluster as a table of reads and their answers; records every read.
 #[derive(Default)]
-struct Table {
+pub(crate) struct Table {
     answers: Vec<(Read, Value)>,
     reads: RefCell<Vec<Read>>,
     /// The field masks of each read, in order.
     masks: RefCell<Vec<Vec<String>>>,
 }
 
-fn get(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Read {
+pub(crate) fn get(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Read {
     Read::Get {
         api_version: api_version.into(),
         kind: kind.into(),
@@ -32,7 +32,12 @@ fn get(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Re
     }
 }
 
-fn list(api_version: &str, kind: &str, namespace: Option<&str>, labels: Option<&str>) -> Read {
+pub(crate) fn list(
+    api_version: &str,
+    kind: &str,
+    namespace: Option<&str>,
+    labels: Option<&str>,
+) -> Read {
     Read::List {
         api_version: api_version.into(),
         kind: kind.into(),
@@ -43,13 +48,13 @@ fn list(api_version: &str, kind: &str, namespace: Option<&str>, labels: Option<&
 }
 
 impl Table {
-    fn with(mut self, read: Read, answer: Value) -> Table {
+    pub(crate) fn with(mut self, read: Read, answer: Value) -> Table {
         self.answers.push((read, answer));
         self
     }
 
     /// node-1 in us-east-2a, and the `default` Namespace labelled team=web.
-    fn cluster() -> Table {
+    pub(crate) fn cluster() -> Table {
         Table::default()
             .with(
                 get("v1", "Node", None, "node-1"),
@@ -64,7 +69,7 @@ impl Table {
             )
     }
 
-    fn reads(&self) -> Vec<Read> {
+    pub(crate) fn reads(&self) -> Vec<Read> {
         self.reads.borrow().clone()
     }
 }
@@ -129,18 +134,18 @@ impl NodeLookup for Table {
     }
 }
 
-fn request(file: &str) -> Value {
+pub(crate) fn request(file: &str) -> Value {
     serde_json::from_slice(&std::fs::read(format!("test_data/{file}")).unwrap()).unwrap()
 }
 
-fn run_on(request: Value, settings: Value, table: &Table) -> ValidationResponse {
+pub(crate) fn run_on(request: Value, settings: Value, table: &Table) -> ValidationResponse {
     let verdict = crate::check_settings(&serde_json::to_vec(&settings).unwrap());
     assert!(verdict.valid, "settings refused: {:?}", verdict.message);
     let payload = serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap();
     crate::evaluate(&payload, table, table)
 }
 
-fn run(file: &str, settings: Value) -> ValidationResponse {
+pub(crate) fn run(file: &str, settings: Value) -> ValidationResponse {
     run_on(request(file), settings, &Table::cluster())
 }
 
@@ -166,7 +171,7 @@ fn binding_match() -> Value {
     json!({"any": [{"resources": {"kinds": ["Pod/binding"]}}]})
 }
 
-fn annotations(response: &ValidationResponse) -> Value {
+pub(crate) fn annotations(response: &ValidationResponse) -> Value {
     response
         .mutated_object
         .as_ref()
@@ -179,7 +184,7 @@ fn marked(response: &ValidationResponse) -> bool {
     annotations(response)["marker"] == "yes"
 }
 
-fn refused(settings: Value) -> String {
+pub(crate) fn refused(settings: Value) -> String {
     let verdict = crate::check_settings(&serde_json::to_vec(&settings).unwrap());
     assert!(!verdict.valid, "settings were accepted: {settings}");
     verdict.message.unwrap()
@@ -252,9 +257,11 @@ mod one_pipeline {
         .unwrap();
         let steps: Vec<String> = plan
             .steps()
+            .into_iter()
             .map(|step| match step {
                 Step::NodeMetadata => "node metadata".to_string(),
                 Step::Rule(rule, _) => rule.name.clone(),
+                Step::Cel(policy, _) => policy.name.clone(),
             })
             .collect();
         assert_eq!(steps, ["node metadata", "one", "two"]);
@@ -1141,12 +1148,12 @@ mod point10_several_policies {
     fn mistakes_name_the_document() {
         let msg = refused(json!({"policies": [
             cluster_policy("ok", None, annotate("a", "a", "1")),
-            {"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy", "metadata": {"name": "m"},
-             "spec": {"matchConstraints": {}, "mutations": []}}
+            {"apiVersion": "policies.kyverno.io/v1", "kind": "ValidatingPolicy", "metadata": {"name": "v"},
+             "spec": {"matchConstraints": {}, "validations": []}}
         ]}));
         assert!(
             msg.starts_with(
-                "settings.policies[1].kind: MutatingPolicy (policies.kyverno.io) is not supported"
+                "settings.policies[1].kind: ValidatingPolicy (policies.kyverno.io) validates; this policy mutates"
             ),
             "{msg}"
         );

@@ -218,7 +218,7 @@ pub struct MutateSpec {
 }
 
 /// A `mutate.targets` entry (Kyverno's "mutate existing"). The only one an
-/// admission policy honours is the Pod being bound, see `rules::check`.
+/// admission policy honours is the Pod being bound, see `kyverno::check`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TargetSpec {

@@ -19,7 +19,7 @@ pub mod variable_names;
 pub mod variables;
 
 #[cfg(test)]
-mod conformance;
+pub(crate) mod conformance;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,258 @@
+//! CEL policies as Kyverno and Kubernetes define them, run through
+//! `evaluate` with the host answered from a table (the Kyverno rules' table).
+
+use serde_json::{Value, json};
+
+use crate::kyverno::conformance::{Table, annotations, get, refused, request, run, run_on};
+
+fn binding_rules() -> Value {
+    json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+        "operations": ["CREATE"], "resources": ["pods/binding"]}]})
+}
+
+fn mutating_policy(spec: Value) -> Value {
+    json!({"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy",
+        "metadata": {"name": "m"}, "spec": spec})
+}
+
+/// The project's job in CEL: the Node's zone onto the Binding.
+fn zone_from_node() -> Value {
+    mutating_policy(json!({
+        "matchConstraints": binding_rules(),
+        "variables": [{"name": "node",
+            "expression": "resource.Get('v1', 'nodes', '', object.target.name)"}],
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+            "Object{metadata: Object.metadata{annotations: {'topology.kubernetes.io/zone': variables.node.metadata.?labels[?'topology.kubernetes.io/zone'].orValue('')}}}"}}]
+    }))
+}
+
+#[test]
+fn kyverno_binding_test_in_cel() {
+    // kyverno/kyverno test/cli/test-mutating-policy/mutate-pod-binding-subresource.
+    let policy = json!({"apiVersion": "policies.kyverno.io/v1beta1", "kind": "MutatingPolicy",
+        "metadata": {"name": "mutate-add-aws-zone-id"},
+        "spec": {"matchConstraints": binding_rules(), "mutations": [{"patchType": "ApplyConfiguration",
+            "applyConfiguration": {"expression": "Object{\n  metadata: Object.metadata{\n    annotations: {\n      \"pod-topology.k8s.aws/zone-id\": \"test-az\"\n    }\n  }\n}"}}]}});
+    let response = run("binding.json", policy);
+    assert!(response.accepted, "{:?}", response.message);
+    assert_eq!(
+        annotations(&response),
+        json!({"pod-topology.k8s.aws/zone-id": "test-az"})
+    );
+}
+
+#[test]
+fn zone_from_the_node_is_read_once_and_written() {
+    let table = Table::cluster();
+    let response = run_on(request("binding.json"), zone_from_node(), &table);
+    assert!(response.accepted, "{:?}", response.message);
+    assert_eq!(
+        annotations(&response),
+        json!({"topology.kubernetes.io/zone": "us-east-2a"})
+    );
+    assert_eq!(table.reads(), [get("v1", "Node", None, "node-1")]);
+    // A Pod is not matched: no read, no change.
+    let table = Table::cluster();
+    let response = run_on(
+        request("pod-without-node-name.json"),
+        zone_from_node(),
+        &table,
+    );
+    assert!(response.accepted && response.mutated_object.is_none());
+    assert!(table.reads().is_empty());
+}
+
+#[test]
+fn a_failing_read_follows_the_failure_policy() {
+    let table = Table::default();
+    let response = run_on(request("binding.json"), zone_from_node(), &table);
+    assert!(!response.accepted, "Fail is the default for CEL policies");
+    let message = response.message.unwrap_or_default();
+    assert!(
+        message.contains("MutatingPolicy \"m\"") && message.contains("Cannot find"),
+        "{message}"
+    );
+    let mut ignore = zone_from_node();
+    ignore["spec"]["failurePolicy"] = json!("Ignore");
+    let response = run_on(request("binding.json"), ignore, &table);
+    assert!(response.accepted && response.mutated_object.is_none());
+    let warnings = response.warnings.unwrap_or_default().join(" ");
+    assert!(warnings.contains("not applied"), "{warnings}");
+}
+
+#[test]
+fn json_patch_applies_in_order_and_must_apply() {
+    let policy = |expression: &str| {
+        mutating_policy(
+            json!({"matchConstraints": binding_rules(), "failurePolicy": "Fail",
+            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": expression}}]}),
+        )
+    };
+    let response = run(
+        "binding.json",
+        policy(
+            "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {}}, JSONPatch{op: 'add', path: '/metadata/annotations/' + jsonpatch.escapeKey('example.com/a'), value: 'x'}]",
+        ),
+    );
+    assert!(response.accepted, "{:?}", response.message);
+    assert_eq!(annotations(&response), json!({"example.com/a": "x"}));
+    let response = run(
+        "binding.json",
+        policy("[JSONPatch{op: 'test', path: '/metadata/name', value: 'other'}]"),
+    );
+    assert!(!response.accepted);
+    assert!(
+        response
+            .message
+            .unwrap_or_default()
+            .contains("JSON Patch does not apply"),
+    );
+}
+
+#[test]
+fn match_conditions_gate_the_mutations() {
+    let policy = |condition: &str| {
+        mutating_policy(json!({"matchConstraints": binding_rules(),
+            "matchConditions": [{"name": "c", "expression": condition}],
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                "Object{metadata: Object.metadata{annotations: {'a': request.userInfo.username}}}"}}]}))
+    };
+    let applied = run("binding.json", policy("request.namespace == 'default'"));
+    assert_eq!(annotations(&applied), json!({"a": "system:kube-scheduler"}));
+    let skipped = run("binding.json", policy("request.namespace == 'other'"));
+    assert!(skipped.accepted && skipped.mutated_object.is_none());
+    let failed = run("binding.json", policy("object.nothere.x == 1"));
+    assert!(!failed.accepted, "an error follows failurePolicy (Fail)");
+}
+
+#[test]
+fn a_mutating_admission_policy_reads_its_inline_params() {
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": "p"},
+        "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": binding_rules(),
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                "Object{metadata: Object.metadata{annotations: {'team': params.data.team}}}"}}]},
+        "params": {"data": {"team": "web"}}});
+    let response = run("binding.json", policy);
+    assert_eq!(annotations(&response), json!({"team": "web"}));
+}
+
+#[test]
+fn a_namespaced_policy_applies_only_in_its_namespace() {
+    let mut policy = json!({"apiVersion": "policies.kyverno.io/v1", "kind": "NamespacedMutatingPolicy",
+        "metadata": {"name": "n", "namespace": "other"},
+        "spec": {"matchConstraints": binding_rules(), "mutations": [{"patchType": "ApplyConfiguration",
+            "applyConfiguration": {"expression": "Object{metadata: Object.metadata{annotations: {'a': 'b'}}}"}}]}});
+    assert!(run("binding.json", policy.clone()).mutated_object.is_none());
+    policy["metadata"]["namespace"] = json!("default");
+    assert_eq!(annotations(&run("binding.json", policy)), json!({"a": "b"}));
+}
+
+#[test]
+fn policies_run_in_order_each_seeing_the_last() {
+    let cluster_policy = json!({"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
+        "metadata": {"name": "first"}, "spec": {"rules": [{"name": "r",
+            "match": {"any": [{"resources": {"kinds": ["Pod/binding"]}}]},
+            "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"a": "1"}}}}}]}});
+    let cel = mutating_policy(json!({"matchConstraints": binding_rules(),
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+            "Object{metadata: Object.metadata{annotations: {'b': object.metadata.annotations.a + '-seen'}}}"}}]}));
+    let response = run("binding.json", json!({"policies": [cluster_policy, cel]}));
+    assert_eq!(annotations(&response), json!({"a": "1", "b": "1-seen"}));
+}
+
+#[test]
+fn pod_mutations_reach_controller_templates_with_autogen() {
+    let policy = |controllers: Value| {
+        mutating_policy(
+            json!({"matchConstraints": {"resourceRules": [{"apiGroups": [""],
+            "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
+            "autogen": {"podControllers": {"controllers": controllers}},
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                "Object{metadata: Object.metadata{labels: {'seen': object.metadata.labels.app}}}"}}]}),
+        )
+    };
+    let response = run("deployment.json", policy(json!(["Deployment"])));
+    assert!(
+        response.accepted && response.warnings.is_none(),
+        "{:?} {:?}",
+        response.message,
+        response.warnings
+    );
+    let mutated = response.mutated_object.unwrap_or_default();
+    // The template is seen as a Pod would be: `object.metadata` is its own.
+    assert_eq!(
+        mutated.pointer("/spec/template/metadata/labels"),
+        Some(&json!({"app": "web", "seen": "web"}))
+    );
+    assert!(mutated.pointer("/metadata/labels/seen").is_none());
+    let response = run("deployment.json", policy(json!([])));
+    assert!(response.mutated_object.is_none());
+}
+
+#[test]
+fn a_result_that_renames_the_object_is_refused() {
+    let policy = mutating_policy(json!({"matchConstraints": binding_rules(),
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+            "Object{metadata: Object.metadata{name: 'other'}}"}}]}));
+    let response = run("binding.json", policy);
+    assert!(!response.accepted);
+    let message = response.message.unwrap_or_default();
+    assert!(message.contains("metadata.name"), "{message}");
+}
+
+#[test]
+fn mistakes_are_refused_at_load_with_the_path() {
+    let with = |spec: Value| refused(mutating_policy(spec));
+    let msg = with(
+        json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "ApplyConfiguration",
+        "applyConfiguration": {"expression": "Object{metadata: Object.metadata{"}}]}),
+    );
+    assert!(
+        msg.starts_with(
+            "settings.spec.mutations[0].applyConfiguration.expression: line 1, column "
+        ),
+        "{msg}"
+    );
+    let msg = with(
+        json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
+        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: variables.zone}]"}}]}),
+    );
+    assert!(msg.contains("variables.zone is not declared"), "{msg}");
+    let msg = with(
+        json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
+        "jsonPatch": {"expression": "http.Get('https://example.com')"}}]}),
+    );
+    assert!(msg.contains("uses `http`"), "{msg}");
+    let msg = with(json!({"mutations": []}));
+    assert!(
+        msg.starts_with("settings.spec.matchConstraints: required"),
+        "{msg}"
+    );
+    let msg =
+        with(json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "Merge"}]}));
+    assert!(
+        msg.starts_with("settings.spec.mutations[0].patchType: \"Merge\""),
+        "{msg}"
+    );
+    let msg = with(json!({"matchConstraints": binding_rules(), "mutations": [],
+        "evaluation": {"mutateExisting": {"enabled": true}}}));
+    assert!(
+        msg.starts_with("settings.spec.evaluation.mutateExisting.enabled"),
+        "{msg}"
+    );
+    let msg = with(json!({"matchConstraints": binding_rules(), "mutationz": []}));
+    assert!(
+        msg.starts_with("settings.spec.mutationz: unknown field"),
+        "{msg}"
+    );
+    let msg = refused(
+        json!({"policies": [zone_from_node(), mutating_policy(json!({
+        "matchConstraints": binding_rules(), "matchConditions": [{"name": "x", "expression": "1 +"}]}))]}),
+    );
+    assert!(
+        msg.starts_with("settings.policies[1].spec.matchConditions[0].expression: line 1"),
+        "{msg}"
+    );
+}

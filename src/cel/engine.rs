@@ -1,0 +1,370 @@
+//! Running one CEL policy over a request: match (resource rules, selectors,
+//! `matchConditions`), then each mutation in order over the object as the
+//! mutations before it left it.
+//!
+//! Policy-server starts every evaluation afresh, so nothing here outlives
+//! one request: expressions are parsed when first needed, and only those
+//! the request reaches (a request the rules do not match parses none).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+use ::cel::common::value::Val;
+use ::cel::{Context, Value as CelValue};
+use serde_json::Value;
+
+use super::environment::{self, READ_PENDING, ResourceCall, ResourceLibrary};
+use super::matching::{self, RequestInfo};
+use super::program::{self, Compiled};
+use super::values::{from_json, to_json};
+use super::{CelPolicy, apply};
+use crate::cluster::{CachedCluster, Read};
+use crate::kyverno::resources::ResourceKind;
+
+/// At most this many host reads per policy and request.
+const MAX_READS: usize = 16;
+
+/// What one evaluation of CEL policies shares.
+pub struct CelRequest<'a> {
+    pub info: &'a RequestInfo,
+    /// The admission request without `object` and `oldObject`.
+    pub request: &'a CelValue,
+    pub old_object: &'a CelValue,
+    pub kinds: &'a [ResourceKind],
+    pub cluster: &'a CachedCluster<'a>,
+}
+
+pub enum CelResult {
+    /// The policy does not apply to this request.
+    Skipped,
+    /// The object as the mutations left it.
+    Mutated(Value),
+}
+
+/// Runs `policy` over `object`; `Err` is a failure `failurePolicy` judges.
+pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<CelResult, String> {
+    let admission = policy
+        .spec
+        .evaluation
+        .as_ref()
+        .and_then(|e| e.admission.as_ref())
+        .and_then(|a| a.enabled);
+    if admission == Some(false) {
+        return Ok(CelResult::Skipped);
+    }
+    if let Some(namespace) = &policy.namespace
+        && *namespace != request.info.namespace
+    {
+        return Ok(CelResult::Skipped);
+    }
+    let Some(constraints) = &policy.spec.match_constraints else {
+        return Ok(CelResult::Skipped);
+    };
+    // Autogen: a Pod policy over a controller runs on its Pod template.
+    let template = template_pointer(policy, request.info, constraints);
+    let pod_info;
+    let info = match template {
+        Some(_) => {
+            pod_info = RequestInfo {
+                group: String::new(),
+                version: "v1".to_string(),
+                resource: "pods".to_string(),
+                ..request.info.clone()
+            };
+            &pod_info
+        }
+        None => request.info,
+    };
+    if !matching::rules_match(constraints, info) {
+        return Ok(CelResult::Skipped);
+    }
+    let subject = match template {
+        Some(pointer) => crate::kyverno::autogen::view(object, pointer),
+        None => object.clone(),
+    };
+    if !matching::object_selected(constraints, Some(&subject)) {
+        return Ok(CelResult::Skipped);
+    }
+    let mut evaluation = Evaluation::new(policy, request, &subject)?;
+    if constraints.namespace_selector.is_some() && !request.info.namespace.is_empty() {
+        let namespace = evaluation.namespace()?;
+        if !matching::namespace_selected(constraints, Some(&namespace)) {
+            return Ok(CelResult::Skipped);
+        }
+    }
+    let spec_at = format!("{}.spec", policy.at);
+    for (i, condition) in policy.spec.match_conditions.iter().enumerate() {
+        let at = format!("{spec_at}.matchConditions[{i}]");
+        match evaluation.evaluate(&at, &condition.expression)? {
+            CelValue::Bool(true) => {}
+            CelValue::Bool(false) => return Ok(CelResult::Skipped),
+            other => {
+                return Err(format!(
+                    "matchConditions[{i}] ({:?}): gives {}, not a bool",
+                    condition.name,
+                    other.type_of()
+                ));
+            }
+        }
+    }
+    let mut current = subject;
+    let schema = apply::has_schema(
+        object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+    );
+    for (i, mutation) in policy.spec.mutations.iter().enumerate() {
+        let (field, expression) = match (&mutation.apply_configuration, &mutation.json_patch) {
+            (Some(e), _) => ("applyConfiguration", e),
+            (None, Some(e)) => ("jsonPatch", e),
+            (None, None) => continue,
+        };
+        let at = format!("{spec_at}.mutations[{i}].{field}.expression");
+        let result = evaluation.evaluate(&at, &expression.expression)?;
+        let result = to_json(&result).map_err(|why| format!("mutations[{i}]: {why}"))?;
+        match field {
+            "applyConfiguration" => {
+                if !result.is_object() {
+                    return Err(format!(
+                        "mutations[{i}]: an apply configuration must be an object (Object{{...}}), not {result}"
+                    ));
+                }
+                apply::merge(&mut current, &result, schema)
+                    .map_err(|why| format!("mutations[{i}]: {why}"))?;
+            }
+            _ => {
+                let patch: json_patch::Patch = serde_json::from_value(result).map_err(|why| {
+                    format!("mutations[{i}]: not a list of JSONPatch operations: {why}")
+                })?;
+                json_patch::patch(&mut current, &patch)
+                    .map_err(|why| format!("mutations[{i}]: JSON Patch does not apply: {why}"))?;
+            }
+        }
+        evaluation.set_object(&current)?;
+    }
+    let mutated = match template {
+        Some(pointer) => {
+            let mut whole = object.clone();
+            crate::kyverno::autogen::write_back(&mut whole, pointer, current);
+            whole
+        }
+        None => current,
+    };
+    Ok(CelResult::Mutated(mutated))
+}
+
+/// Where the Pod template is, when the policy's Pod mutations are also
+/// generated for the request's controller kind.
+fn template_pointer(
+    policy: &CelPolicy,
+    info: &RequestInfo,
+    constraints: &super::spec::MatchResources,
+) -> Option<&'static str> {
+    if policy.autogen.is_empty() || !info.sub_resource.is_empty() {
+        return None;
+    }
+    let pods = RequestInfo {
+        group: String::new(),
+        version: "v1".to_string(),
+        resource: "pods".to_string(),
+        ..info.clone()
+    };
+    if !matching::rules_match(constraints, &pods) {
+        return None;
+    }
+    let kind = crate::kyverno::resources::kind_of(&info.group, &info.resource, &[])?.0;
+    crate::kyverno::autogen::template_pointer(&kind, &policy.autogen)
+}
+
+/// One policy's evaluation: its context, the variables computed so far, and
+/// the host's answers.
+struct Evaluation<'a> {
+    policy: &'a CelPolicy,
+    request: &'a CelRequest<'a>,
+    context: Context<'static, 'static>,
+    compiled: BTreeMap<String, Rc<Compiled>>,
+    variables: BTreeMap<String, Result<CelValue, String>>,
+    answers: BTreeMap<ResourceCall, Result<CelValue, String>>,
+    namespace: Option<Value>,
+}
+
+fn bind(context: &mut Context, name: &str, value: CelValue) -> Result<(), String> {
+    let value: Box<dyn Val> = value
+        .try_into()
+        .map_err(|e: ::cel::ExecutionError| format!("{name}: {e}"))?;
+    context.add_variable_as_val(name, value);
+    Ok(())
+}
+
+impl<'a> Evaluation<'a> {
+    fn new(
+        policy: &'a CelPolicy,
+        request: &'a CelRequest<'a>,
+        object: &Value,
+    ) -> Result<Self, String> {
+        let env = Arc::new(environment::runtime_env(&policy.struct_names));
+        let mut context = Context::with_env(env);
+        bind(&mut context, "object", from_json(object))?;
+        bind(&mut context, "oldObject", request.old_object.clone())?;
+        bind(&mut context, "request", request.request.clone())?;
+        let params = policy
+            .params
+            .as_ref()
+            .map(from_json)
+            .unwrap_or(CelValue::Null);
+        bind(&mut context, "params", params)?;
+        Ok(Evaluation {
+            policy,
+            request,
+            context,
+            compiled: BTreeMap::new(),
+            variables: BTreeMap::new(),
+            answers: BTreeMap::new(),
+            namespace: None,
+        })
+    }
+
+    /// The object changed: later expressions see it, and variables are
+    /// computed again from it.
+    fn set_object(&mut self, object: &Value) -> Result<(), String> {
+        self.variables.clear();
+        bind(&mut self.context, "object", from_json(object))
+    }
+
+    /// The request's Namespace, read once through the host.
+    fn namespace(&mut self) -> Result<Value, String> {
+        if let Some(namespace) = &self.namespace {
+            return Ok(namespace.clone());
+        }
+        let name = &self.request.info.namespace;
+        let namespace = if name.is_empty() {
+            Value::Null
+        } else {
+            self.request
+                .cluster
+                .read_json(&Read::Get {
+                    api_version: "v1".to_string(),
+                    kind: "Namespace".to_string(),
+                    namespace: None,
+                    name: name.clone(),
+                    field_masks: Vec::new(),
+                })
+                .map_err(|why| format!("cannot read Namespace {name:?}: {why}"))?
+        };
+        self.namespace = Some(namespace.clone());
+        Ok(namespace)
+    }
+
+    fn compile(&mut self, at: &str, source: &str) -> Result<Rc<Compiled>, String> {
+        if let Some(compiled) = self.compiled.get(at) {
+            return Ok(compiled.clone());
+        }
+        let compiled = Rc::new(program::compile(source, at)?);
+        self.compiled.insert(at.to_string(), compiled.clone());
+        Ok(compiled)
+    }
+
+    /// Evaluates the expression at `at`, with the variables and context it
+    /// reads made ready first.
+    fn evaluate(&mut self, at: &str, source: &str) -> Result<CelValue, String> {
+        let compiled = self.compile(at, source)?;
+        self.prepare(&compiled, 0)?;
+        self.execute(&compiled)
+    }
+
+    fn prepare(&mut self, compiled: &Compiled, depth: usize) -> Result<(), String> {
+        if compiled.identifiers.contains("namespaceObject") && self.namespace.is_none() {
+            let namespace = self.namespace()?;
+            bind(&mut self.context, "namespaceObject", from_json(&namespace))?;
+        }
+        let wanted: BTreeSet<String> = compiled
+            .variables
+            .iter()
+            .filter(|name| !self.variables.contains_key(*name))
+            .cloned()
+            .collect();
+        if wanted.is_empty() {
+            return self.bind_variables();
+        }
+        // Variables read variables; a cycle cannot be deeper than their number.
+        if depth > self.policy.spec.variables.len() {
+            return Err("variables refer to each other in a cycle".to_string());
+        }
+        for name in wanted {
+            let Some((i, variable)) = self
+                .policy
+                .spec
+                .variables
+                .iter()
+                .enumerate()
+                .find(|(_, v)| v.name == name)
+            else {
+                return Err(format!("variables.{name} is not declared"));
+            };
+            let at = format!("{}.spec.variables[{i}].expression", self.policy.at);
+            let own = self.compile(&at, &variable.expression)?;
+            self.prepare(&own, depth + 1)?;
+            let value = self.execute(&own);
+            self.variables.insert(name, value);
+        }
+        self.bind_variables()
+    }
+
+    fn bind_variables(&mut self) -> Result<(), String> {
+        let mut computed = std::collections::HashMap::new();
+        for (name, value) in &self.variables {
+            if let Ok(value) = value {
+                computed.insert(::cel::objects::Key::from(name.as_str()), value.clone());
+            }
+        }
+        bind(
+            &mut self.context,
+            "variables",
+            CelValue::Map(::cel::objects::Map {
+                map: Arc::new(computed),
+            }),
+        )
+    }
+
+    /// Runs a parsed expression, making the host reads it asks for.
+    fn execute(&mut self, compiled: &Compiled) -> Result<CelValue, String> {
+        // A variable that failed fails what reads it, with its own error.
+        for name in &compiled.variables {
+            if let Some(Err(why)) = self.variables.get(name) {
+                return Err(format!("variables.{name}: {why}"));
+            }
+        }
+        loop {
+            let library = ResourceLibrary {
+                answers: Arc::new(self.answers.clone()),
+                wanted: Arc::new(Mutex::new(Vec::new())),
+            };
+            self.context
+                .add_variable_as_val("resource", Box::new(library.clone()));
+            let error = match self.context.resolve(&compiled.expression) {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            let wanted = library
+                .wanted
+                .lock()
+                .map(|mut w| std::mem::take(&mut *w))
+                .unwrap_or_default();
+            let pending = error.to_string().contains(READ_PENDING);
+            if wanted.is_empty() || !pending {
+                return Err(error.to_string());
+            }
+            for call in wanted {
+                if self.answers.len() >= MAX_READS {
+                    return Err(format!(
+                        "more than {MAX_READS} resource reads in one evaluation"
+                    ));
+                }
+                let answer = environment::read(&call, self.request.kinds, self.request.cluster);
+                self.answers.insert(call, answer);
+            }
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! The CEL environment admission expressions run in: the `cel` crate's
+//! standard library and its strings, lists and math extensions, the struct
+//! types mutations construct (`Object...`, `JSONPatch`), `jsonpatch`, and
+//! Kyverno's `resource` library over the host (see [`ResourceLibrary`]).
+
+use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use ::cel::common::types::{CelString, Type};
+use ::cel::common::value::{CowVal, StaticVal, Val};
+use ::cel::{Env, ExecutionError, StructType, Value};
+
+use super::values::from_json;
+use crate::cluster::{CachedCluster, Read};
+use crate::kyverno::resources::{ResourceKind, kind_of};
+
+/// What every evaluation's environment has, before the struct types.
+fn base_env() -> Env {
+    let mut env = Env::stdlib();
+    // The extensions and functions below are declared once each, in an
+    // environment that starts empty of them: a clash is a bug found by the
+    // first test, never by input.
+    let _ = env.add_extension(::cel::extensions::strings);
+    let _ = env.add_extension(::cel::extensions::lists);
+    let _ = env.add_extension(::cel::extensions::math);
+    let _ = env.add_overload(
+        "jsonpatch.escapeKey",
+        "jsonpatch.escapeKey(string)",
+        vec![::cel::common::types::STRING_TYPE.to_owned()],
+        escape_key,
+    );
+    // Regular expressions through regex-lite, already in the module: the
+    // crate's own `matches` (its `regex` feature) adds 0.95 MB.
+    let string = || ::cel::common::types::STRING_TYPE.to_owned();
+    let _ = env.add_member_overload(
+        "matches",
+        "string.matches(string)",
+        string(),
+        vec![string()],
+        regex_matches,
+    );
+    let _ = env.add_overload(
+        "matches",
+        "matches(string,string)",
+        vec![string(), string()],
+        regex_matches,
+    );
+    let _ = env.add_member_overload(
+        "find",
+        "string.find(string)",
+        string(),
+        vec![string()],
+        regex_find,
+    );
+    let _ = env.add_member_overload(
+        "findAll",
+        "string.findAll(string)",
+        string(),
+        vec![string()],
+        regex_find_all,
+    );
+    for name in ["Get", "get"] {
+        let _ = env.add_member_overload(
+            name,
+            &format!("resource.{name}(string,string,string,string)"),
+            RESOURCE_TYPE.to_owned(),
+            (0..4)
+                .map(|_| ::cel::common::types::STRING_TYPE.to_owned())
+                .collect(),
+            resource_get,
+        );
+    }
+    for name in ["List", "list"] {
+        let _ = env.add_member_overload(
+            name,
+            &format!("resource.{name}(string,string,string)"),
+            RESOURCE_TYPE.to_owned(),
+            (0..3)
+                .map(|_| ::cel::common::types::STRING_TYPE.to_owned())
+                .collect(),
+            resource_list,
+        );
+    }
+    env
+}
+
+/// The environment an evaluation runs in, with the struct types its
+/// expressions construct.
+pub fn runtime_env(struct_names: &BTreeSet<String>) -> Env {
+    let mut env = base_env();
+    for name in struct_names {
+        // A name that is not an identifier path is refused by the crate,
+        // and an expression constructing it then fails by failurePolicy.
+        let _ = env.add_type(ObjectType(Type::new_struct(name.clone())));
+    }
+    env
+}
+
+/// Kubernetes' typed construction (`Object.spec{...}`), without its schema:
+/// any field, any value. What the fields mean is decided when the result is
+/// merged into the object.
+struct ObjectType(Type);
+
+impl StructType for ObjectType {
+    fn get_type(&self) -> &Type {
+        &self.0
+    }
+
+    fn new_value<'b, 'v>(
+        &self,
+        fields: BTreeMap<String, CowVal<'b, 'v>>,
+    ) -> Result<Box<dyn Val + 'v>, ExecutionError> {
+        let mut value = ::cel::common::types::CelStruct::new(self.0.name().to_owned());
+        for (name, field) in fields {
+            value.add_field_value(name, field);
+        }
+        Ok(Box::new(value))
+    }
+}
+
+/// `jsonpatch.escapeKey`: a key as a JSON Pointer segment (RFC 6901).
+fn escape_key<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let key = string_arg(&args, 0, "jsonpatch.escapeKey")?;
+    Ok(CowVal::owned(CelString::from(
+        key.replace('~', "~0").replace('/', "~1"),
+    )))
+}
+
+fn string_arg<'a>(
+    args: &'a [CowVal<'_, '_>],
+    index: usize,
+    function: &str,
+) -> Result<&'a str, ExecutionError> {
+    args.get(index)
+        .and_then(|arg| arg.downcast_ref::<CelString>())
+        .map(|s| s.inner())
+        .ok_or_else(|| {
+            ExecutionError::function_error(function, format!("argument {index} must be a string"))
+        })
+}
+
+fn regex_of(args: &[CowVal<'_, '_>], function: &str) -> Result<regex_lite::Regex, ExecutionError> {
+    let pattern = string_arg(args, 1, function)?;
+    regex_lite::Regex::new(pattern).map_err(|e| {
+        ExecutionError::function_error(function, format!("{pattern:?} is not a valid regex: {e}"))
+    })
+}
+
+/// `s.matches(re)`: whether the regular expression matches anywhere in `s`.
+fn regex_matches<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let regex = regex_of(&args, "matches")?;
+    let text = string_arg(&args, 0, "matches")?;
+    Ok(CowVal::owned(::cel::common::types::CelBool::from(
+        regex.is_match(text),
+    )))
+}
+
+/// Kubernetes' `s.find(re)`: the first match, or "".
+fn regex_find<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let regex = regex_of(&args, "find")?;
+    let text = string_arg(&args, 0, "find")?;
+    let found = regex.find(text).map(|m| m.as_str()).unwrap_or_default();
+    Ok(CowVal::owned(CelString::from(found.to_string())))
+}
+
+/// Kubernetes' `s.findAll(re)`: every match.
+fn regex_find_all<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let regex = regex_of(&args, "findAll")?;
+    let text = string_arg(&args, 0, "findAll")?;
+    let found: Vec<Value> = regex
+        .find_iter(text)
+        .map(|m| Value::from(m.as_str()))
+        .collect();
+    Box::<dyn Val>::try_from(Value::List(Arc::new(found))).map(CowVal::Owned)
+}
+
+static RESOURCE_TYPE: Type = Type::new_unspecified_type("kyverno.resource");
+
+/// One read `resource.Get` or `resource.List` asks for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ResourceCall {
+    pub api_version: String,
+    pub resource: String,
+    pub namespace: String,
+    /// `None` for a list.
+    pub name: Option<String>,
+}
+
+/// Kyverno's `resource` library. CEL functions here are plain function
+/// pointers, so the answers travel in the `resource` value itself: a call
+/// whose answer is not there yet records the read and fails; the engine
+/// makes the reads through the host and evaluates again (expressions have
+/// no side effects, so a second evaluation gives what one with the answers
+/// would have). Each read is made once per evaluation.
+#[derive(Debug, Clone, Default)]
+pub struct ResourceLibrary {
+    pub answers: Arc<BTreeMap<ResourceCall, Result<Value, String>>>,
+    pub wanted: Arc<Mutex<Vec<ResourceCall>>>,
+}
+
+impl Val for ResourceLibrary {
+    fn get_type(&self) -> &Type {
+        &RESOURCE_TYPE
+    }
+    fn cel_type() -> &'static Type {
+        &RESOURCE_TYPE
+    }
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(self)
+    }
+}
+impl StaticVal for ResourceLibrary {}
+
+/// The error a call without its answer ends the evaluation with.
+pub const READ_PENDING: &str = "resource read pending";
+
+fn resource_call<'b, 'v>(
+    args: Vec<CowVal<'b, 'v>>,
+    function: &str,
+    with_name: bool,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let library = args
+        .first()
+        .and_then(|this| this.downcast_ref::<ResourceLibrary>())
+        .ok_or_else(|| ExecutionError::function_error(function, "called on something else"))?;
+    let call = ResourceCall {
+        api_version: string_arg(&args, 1, function)?.to_string(),
+        resource: string_arg(&args, 2, function)?.to_string(),
+        namespace: string_arg(&args, 3, function)?.to_string(),
+        name: if with_name {
+            Some(string_arg(&args, 4, function)?.to_string())
+        } else {
+            None
+        },
+    };
+    match library.answers.get(&call) {
+        Some(Ok(value)) => Box::<dyn Val>::try_from(value.clone()).map(CowVal::Owned),
+        Some(Err(why)) => Err(ExecutionError::function_error(function, why)),
+        None => {
+            if let Ok(mut wanted) = library.wanted.lock() {
+                wanted.push(call);
+            }
+            Err(ExecutionError::function_error(function, READ_PENDING))
+        }
+    }
+}
+
+fn resource_get<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    resource_call(args, "resource.Get", true)
+}
+
+fn resource_list<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    resource_call(args, "resource.List", false)
+}
+
+/// Makes one read through the host and gives its answer as CEL sees it.
+pub fn read(
+    call: &ResourceCall,
+    kinds: &[ResourceKind],
+    cluster: &CachedCluster,
+) -> Result<Value, String> {
+    let group = call
+        .api_version
+        .rsplit_once('/')
+        .map(|(group, _)| group)
+        .unwrap_or_default();
+    let Some((kind, namespaced)) = kind_of(group, &call.resource, kinds) else {
+        return Err(format!(
+            "{:?} in {:?} is not a resource this policy knows; name it under the resourceKinds setting",
+            call.resource, call.api_version
+        ));
+    };
+    let namespace = (namespaced && !call.namespace.is_empty()).then(|| call.namespace.clone());
+    let request = match &call.name {
+        Some(name) => Read::Get {
+            api_version: call.api_version.clone(),
+            kind,
+            namespace,
+            name: name.clone(),
+            field_masks: Vec::new(),
+        },
+        None => Read::List {
+            api_version: call.api_version.clone(),
+            kind,
+            namespace,
+            label_selector: None,
+            field_selector: None,
+        },
+    };
+    let answer = cluster.read_json(&request)?;
+    Ok(from_json(&answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn eval(source: &str) -> Result<Value, ExecutionError> {
+        let mut names = BTreeSet::new();
+        super::super::program::struct_names(source, &mut names);
+        let env = Arc::new(runtime_env(&names));
+        let compiled = super::super::program::compile(source, "e").unwrap();
+        let context = ::cel::Context::with_env(env);
+        context.resolve(&compiled.expression)
+    }
+
+    #[test]
+    fn escape_key_escapes_as_json_pointer() {
+        assert_eq!(
+            eval("jsonpatch.escapeKey('example.com/a~b')"),
+            Ok(Value::from("example.com~1a~0b"))
+        );
+    }
+
+    #[test]
+    fn regular_expressions_work_as_in_kubernetes() {
+        assert_eq!(eval("'abc'.matches('^a.c$')"), Ok(Value::Bool(true)));
+        assert_eq!(eval("matches('abc', 'x')"), Ok(Value::Bool(false)));
+        assert_eq!(eval("'a1b22'.find('[0-9]+')"), Ok(Value::from("1")));
+        assert_eq!(
+            eval("'a1b22'.findAll('[0-9]+')"),
+            Ok(Value::List(Arc::new(vec![
+                Value::from("1"),
+                Value::from("22")
+            ])))
+        );
+        assert!(eval("'a'.matches('(')").is_err());
+    }
+
+    #[test]
+    fn any_object_struct_can_be_built() {
+        let value = eval("Object{spec: Object.spec{replicas: 2}}").unwrap();
+        assert_eq!(
+            super::super::values::to_json(&value).unwrap(),
+            serde_json::json!({"spec": {"replicas": 2}})
+        );
+    }
+}

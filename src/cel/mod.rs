@@ -1,0 +1,352 @@
+//! The CEL policy language: Kyverno's `MutatingPolicy` and
+//! `NamespacedMutatingPolicy`, and Kubernetes' `MutatingAdmissionPolicy`.
+//! [`CelPolicy::read`] checks a document at load (every expression parsed,
+//! every unsupported feature named); [`engine`] runs it over a request as one
+//! step of the pipeline.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::settings::{AUTOGEN_DEFAULT, Checks, FailurePolicy};
+
+pub mod apply;
+#[cfg(test)]
+mod conformance;
+pub mod engine;
+pub mod environment;
+pub mod matching;
+pub mod program;
+pub mod spec;
+pub mod values;
+
+use spec::CelSpec;
+
+/// The CEL document kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CelKind {
+    MutatingPolicy,
+    NamespacedMutatingPolicy,
+    MutatingAdmissionPolicy,
+}
+
+impl CelKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            CelKind::MutatingPolicy => "MutatingPolicy",
+            CelKind::NamespacedMutatingPolicy => "NamespacedMutatingPolicy",
+            CelKind::MutatingAdmissionPolicy => "MutatingAdmissionPolicy",
+        }
+    }
+
+    fn is_kyverno(self) -> bool {
+        self != CelKind::MutatingAdmissionPolicy
+    }
+}
+
+/// A checked CEL policy document.
+#[derive(Debug, Clone)]
+pub struct CelPolicy {
+    pub kind: CelKind,
+    /// `metadata.name`, for messages.
+    pub name: String,
+    /// The document's path in the settings, for messages.
+    pub at: String,
+    pub spec: CelSpec,
+    pub failure_policy: FailurePolicy,
+    /// A MutatingAdmissionPolicy's parameters, given inline.
+    pub params: Option<Value>,
+    /// A NamespacedMutatingPolicy applies only in its namespace.
+    pub namespace: Option<String>,
+    /// Pod mutations also run over these controllers' Pod templates.
+    pub autogen: Vec<String>,
+    /// Struct types the expressions construct.
+    pub struct_names: BTreeSet<String>,
+}
+
+/// Identifiers of libraries a Kubewarden policy cannot offer, with why.
+const UNAVAILABLE: &[(&str, &str)] = &[
+    (
+        "http",
+        "Kyverno's http library calls endpoints from the policy; a Kubewarden policy has no host capability for arbitrary HTTP",
+    ),
+    (
+        "globalContext",
+        "Kyverno's global context is a cache Kyverno keeps; Kubewarden has no counterpart",
+    ),
+    (
+        "imagedata",
+        "image data through Kubewarden's OCI host capabilities is not supported by this version",
+    ),
+    (
+        "authorizer",
+        "`authorizer` (Kubewarden's kubernetes/can_i) is not supported by this version",
+    ),
+];
+
+/// Whether `api_version` is one the kind is published under.
+pub fn check_api_version(kind: CelKind, api_version: &str, at: &str) -> Result<(), String> {
+    let group_ok = match kind {
+        CelKind::MutatingAdmissionPolicy => matches!(
+            api_version,
+            "admissionregistration.k8s.io/v1"
+                | "admissionregistration.k8s.io/v1beta1"
+                | "admissionregistration.k8s.io/v1alpha1"
+        ),
+        _ => matches!(
+            api_version,
+            "policies.kyverno.io/v1"
+                | "policies.kyverno.io/v1beta1"
+                | "policies.kyverno.io/v1alpha1"
+        ),
+    };
+    if !group_ok {
+        let expected = if kind.is_kyverno() {
+            "policies.kyverno.io/v1 (or v1beta1, v1alpha1)"
+        } else {
+            "admissionregistration.k8s.io/v1 (or v1beta1, v1alpha1)"
+        };
+        return Err(format!(
+            "{at}.apiVersion: {api_version:?}: a {} is {expected}",
+            kind.name()
+        ));
+    }
+    Ok(())
+}
+
+impl CelPolicy {
+    /// Checks the document at `at` (`settings` or `settings.policies[i]`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn read(
+        kind: CelKind,
+        api_version: &str,
+        name: Option<String>,
+        namespace: Option<String>,
+        spec: CelSpec,
+        params: Option<Value>,
+        at: &str,
+        checks: Checks,
+    ) -> Result<CelPolicy, String> {
+        check_api_version(kind, api_version, at)?;
+        let spec_at = format!("{at}.spec");
+        if kind.is_kyverno() && spec.param_kind.is_some() {
+            return Err(format!(
+                "{spec_at}.paramKind: a Kyverno {} has no parameters (that is a MutatingAdmissionPolicy field)",
+                kind.name()
+            ));
+        }
+        if !kind.is_kyverno() {
+            for (present, field) in [
+                (spec.autogen.is_some(), "autogen"),
+                (spec.evaluation.is_some(), "evaluation"),
+                (
+                    spec.target_match_constraints.is_some(),
+                    "targetMatchConstraints",
+                ),
+                (
+                    spec.target_match_conditions.is_some(),
+                    "targetMatchConditions",
+                ),
+                (spec.webhook_configuration.is_some(), "webhookConfiguration"),
+            ] {
+                if present {
+                    return Err(format!(
+                        "{spec_at}.{field}: a Kyverno MutatingPolicy field; a MutatingAdmissionPolicy has none"
+                    ));
+                }
+            }
+        }
+        if params.is_some() && spec.param_kind.is_none() {
+            return Err(format!(
+                "{at}.params: the policy has no spec.paramKind, so nothing reads parameters"
+            ));
+        }
+        let Some(constraints) = &spec.match_constraints else {
+            return Err(format!(
+                "{spec_at}.matchConstraints: required: it says which requests the policy mutates"
+            ));
+        };
+        if constraints.resource_rules.is_empty() {
+            return Err(format!(
+                "{spec_at}.matchConstraints.resourceRules: required: with none, the policy matches nothing"
+            ));
+        }
+        for (list, field) in [
+            (&constraints.resource_rules, "resourceRules"),
+            (&constraints.exclude_resource_rules, "excludeResourceRules"),
+        ] {
+            for (i, rule) in list.iter().enumerate() {
+                for operation in &rule.operations {
+                    if !matches!(
+                        operation.as_str(),
+                        "CREATE" | "UPDATE" | "DELETE" | "CONNECT" | "*"
+                    ) {
+                        return Err(format!(
+                            "{spec_at}.matchConstraints.{field}[{i}].operations: {operation:?} is not an operation (CREATE, UPDATE, DELETE, CONNECT or *)"
+                        ));
+                    }
+                }
+                if let Some(scope) = &rule.scope
+                    && !matches!(scope.as_str(), "Cluster" | "Namespaced" | "*")
+                {
+                    return Err(format!(
+                        "{spec_at}.matchConstraints.{field}[{i}].scope: {scope:?}: expected Cluster, Namespaced or *"
+                    ));
+                }
+            }
+        }
+        if let Some(policy) = &constraints.match_policy
+            && !matches!(policy.as_str(), "Exact" | "Equivalent")
+        {
+            return Err(format!(
+                "{spec_at}.matchConstraints.matchPolicy: {policy:?}: expected Exact or Equivalent"
+            ));
+        }
+        if let Some(policy) = &spec.reinvocation_policy
+            && !matches!(policy.as_str(), "Never" | "IfNeeded")
+        {
+            return Err(format!(
+                "{spec_at}.reinvocationPolicy: {policy:?}: expected Never or IfNeeded"
+            ));
+        }
+        if spec
+            .evaluation
+            .as_ref()
+            .and_then(|e| e.mutate_existing.as_ref())
+            .and_then(|m| m.enabled)
+            == Some(true)
+        {
+            return Err(format!(
+                "{spec_at}.evaluation.mutateExisting.enabled: mutating existing resources is not supported by this version: an admission policy can change only the object it is asked about"
+            ));
+        }
+        let mut autogen = Vec::new();
+        if let Some(controllers) = spec
+            .autogen
+            .as_ref()
+            .and_then(|a| a.pod_controllers.as_ref())
+        {
+            for (i, controller) in controllers.controllers.iter().enumerate() {
+                let name = controller.as_str();
+                if !AUTOGEN_DEFAULT.contains(&name) {
+                    return Err(format!(
+                        "{spec_at}.autogen.podControllers.controllers[{i}]: {name:?} is not a Pod controller (one of {})",
+                        AUTOGEN_DEFAULT.join(", ")
+                    ));
+                }
+                autogen.push(name.to_string());
+            }
+        }
+        let mut struct_names = BTreeSet::new();
+        for (i, mutation) in spec.mutations.iter().enumerate() {
+            let at = format!("{spec_at}.mutations[{i}]");
+            let expression = match (
+                mutation.patch_type.as_str(),
+                &mutation.apply_configuration,
+                &mutation.json_patch,
+            ) {
+                ("ApplyConfiguration", Some(e), None) | ("JSONPatch", None, Some(e)) => e,
+                ("ApplyConfiguration", _, _) => {
+                    return Err(format!(
+                        "{at}: patchType ApplyConfiguration needs applyConfiguration, and no jsonPatch"
+                    ));
+                }
+                ("JSONPatch", _, _) => {
+                    return Err(format!(
+                        "{at}: patchType JSONPatch needs jsonPatch, and no applyConfiguration"
+                    ));
+                }
+                (other, _, _) => {
+                    return Err(format!(
+                        "{at}.patchType: {other:?}: expected ApplyConfiguration or JSONPatch"
+                    ));
+                }
+            };
+            program::struct_names(&expression.expression, &mut struct_names);
+        }
+        let policy = CelPolicy {
+            kind,
+            name: name.unwrap_or_default(),
+            at: at.to_string(),
+            failure_policy: spec.failure_policy.unwrap_or(FailurePolicy::Fail),
+            spec,
+            params,
+            namespace,
+            autogen,
+            struct_names,
+        };
+        if checks == Checks::Full {
+            policy.check_expressions()?;
+        }
+        Ok(policy)
+    }
+
+    /// Every expression with its path in the settings, in evaluation order.
+    pub fn expressions(&self) -> Vec<(String, &str)> {
+        let spec_at = format!("{}.spec", self.at);
+        let mut all = Vec::new();
+        for (i, condition) in self.spec.match_conditions.iter().enumerate() {
+            all.push((
+                format!("{spec_at}.matchConditions[{i}].expression"),
+                condition.expression.as_str(),
+            ));
+        }
+        for (i, variable) in self.spec.variables.iter().enumerate() {
+            all.push((
+                format!("{spec_at}.variables[{i}].expression"),
+                variable.expression.as_str(),
+            ));
+        }
+        for (i, mutation) in self.spec.mutations.iter().enumerate() {
+            let (field, expression) = match (&mutation.apply_configuration, &mutation.json_patch) {
+                (Some(e), _) => ("applyConfiguration", e),
+                (None, Some(e)) => ("jsonPatch", e),
+                (None, None) => continue,
+            };
+            all.push((
+                format!("{spec_at}.mutations[{i}].{field}.expression"),
+                expression.expression.as_str(),
+            ));
+        }
+        all
+    }
+
+    /// Parses every expression; refuses what cannot run here.
+    fn check_expressions(&self) -> Result<(), String> {
+        let declared: Vec<&str> = self
+            .spec
+            .variables
+            .iter()
+            .map(|v| v.name.as_str())
+            .collect();
+        for (i, variable) in self.spec.variables.iter().enumerate() {
+            if declared.iter().take(i).any(|name| *name == variable.name) {
+                return Err(format!(
+                    "{}.spec.variables[{i}].name: {:?} is declared twice",
+                    self.at, variable.name
+                ));
+            }
+        }
+        for (at, source) in self.expressions() {
+            let compiled = program::compile(source, &at)?;
+            for name in &compiled.variables {
+                if !declared.contains(&name.as_str()) {
+                    return Err(format!(
+                        "{at}: variables.{name} is not declared under spec.variables"
+                    ));
+                }
+            }
+            for (identifier, why) in UNAVAILABLE {
+                if compiled.identifiers.contains(*identifier) {
+                    return Err(format!("{at}: uses `{identifier}`: {why}"));
+                }
+            }
+            if compiled.identifiers.contains("params") && self.spec.param_kind.is_none() {
+                return Err(format!(
+                    "{at}: reads `params`, but the policy has no spec.paramKind"
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,279 @@
+//! Compiling one CEL expression: bounded before the parser sees it, parsed
+//! by the `cel` crate's Pratt parser, and read for what it needs at run time
+//! (the struct types it constructs, the variables and context it reads).
+//!
+//! The Pratt parser, not the crate's default (ANTLR) one: it bounds its own
+//! recursion and node count, and with only it referenced the module is
+//! about 1.4 MB smaller (docs/performance.md).
+
+use std::collections::BTreeSet;
+
+use ::cel::IdedExpr;
+use ::cel::common::ast::{EntryExpr, Expr};
+use ::cel::parser::PrattParser;
+
+/// Longest expression accepted, in bytes. Kubernetes bounds expressions by
+/// an estimated cost instead; a length bound keeps parsing (repeated in every
+/// evaluation, as policy-server starts each one afresh) bounded too.
+pub const MAX_EXPRESSION_BYTES: usize = 10_000;
+
+/// Deepest nesting of brackets accepted. The parser descends recursively;
+/// this keeps its stack use far below what the module has (measured: see
+/// `deep_nesting_is_refused_before_parsing`).
+pub const MAX_NESTING: usize = 32;
+
+/// Most nodes an expression may parse into (a list literal of 10,000
+/// elements is refused).
+pub const MAX_NODES: usize = 5_000;
+
+/// A parsed expression and what it reads.
+pub struct Compiled {
+    pub expression: IdedExpr,
+    /// `variables.NAME` it reads.
+    pub variables: BTreeSet<String>,
+    /// Top-level identifiers it reads (`object`, `namespaceObject`, ...).
+    pub identifiers: BTreeSet<String>,
+}
+
+/// Why an expression was refused; `at` is its path in the settings.
+pub fn compile(source: &str, at: &str) -> Result<Compiled, String> {
+    if source.trim().is_empty() {
+        return Err(format!("{at}: empty expression"));
+    }
+    if source.len() > MAX_EXPRESSION_BYTES {
+        return Err(format!(
+            "{at}: {} bytes; an expression may have at most {MAX_EXPRESSION_BYTES}",
+            source.len()
+        ));
+    }
+    if let Some((line, column)) = too_deep(source) {
+        return Err(format!(
+            "{at}: line {line}, column {column}: brackets nested more than {MAX_NESTING} deep"
+        ));
+    }
+    let parser = PrattParser::new()
+        .enable_optional_syntax(true)
+        .max_recursion_depth(MAX_NESTING as u16 * 2)
+        .max_expression_node_count(MAX_NODES);
+    let expression = parser.parse(source).map_err(|errors| {
+        let first = errors.errors.first();
+        match first {
+            Some(error) => format!(
+                "{at}: line {}, column {}: {}",
+                error.pos.0, error.pos.1, error.msg
+            ),
+            None => format!("{at}: does not parse"),
+        }
+    })?;
+    let mut compiled = Compiled {
+        expression,
+        variables: BTreeSet::new(),
+        identifiers: BTreeSet::new(),
+    };
+    let mut reads = Reads {
+        variables: &mut compiled.variables,
+        identifiers: &mut compiled.identifiers,
+    };
+    reads.walk(&compiled.expression, 0);
+    Ok(compiled)
+}
+
+/// Where brackets first nest deeper than [`MAX_NESTING`], outside string
+/// literals (line and column from 1).
+fn too_deep(source: &str) -> Option<(usize, usize)> {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let (mut line, mut column) = (1, 0);
+    for c in source.chars() {
+        column += 1;
+        if c == '\n' {
+            line += 1;
+            column = 0;
+        }
+        if let Some(q) = quote {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                _ if c == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' | '\'' => quote = Some(c),
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some((line, column));
+                }
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
+struct Reads<'r> {
+    variables: &'r mut BTreeSet<String>,
+    identifiers: &'r mut BTreeSet<String>,
+}
+
+impl Reads<'_> {
+    fn walk(&mut self, expr: &IdedExpr, depth: usize) {
+        // The parser already bounds nesting; this guards the walk itself.
+        if depth > 4 * MAX_NESTING + 64 {
+            return;
+        }
+        let depth = depth + 1;
+        match &expr.expr {
+            Expr::Select(select) => {
+                if let Expr::Ident(name) = &select.operand.expr
+                    && name == "variables"
+                {
+                    self.variables.insert(select.field.clone());
+                }
+                self.walk(&select.operand, depth);
+            }
+            Expr::Ident(name) => {
+                self.identifiers.insert(name.clone());
+            }
+            Expr::Call(call) => {
+                if let Some(target) = &call.target {
+                    self.walk(target, depth);
+                }
+                for arg in &call.args {
+                    self.walk(arg, depth);
+                }
+            }
+            Expr::Comprehension(comprehension) => {
+                for part in [
+                    &comprehension.iter_range,
+                    &comprehension.accu_init,
+                    &comprehension.loop_cond,
+                    &comprehension.loop_step,
+                    &comprehension.result,
+                ] {
+                    self.walk(part, depth);
+                }
+            }
+            Expr::List(list) => {
+                for element in &list.elements {
+                    self.walk(element, depth);
+                }
+            }
+            Expr::Map(map) => self.entries(&map.entries, depth),
+            Expr::Struct(structure) => self.entries(&structure.entries, depth),
+            Expr::Literal(_) | Expr::Unspecified => {}
+        }
+    }
+
+    fn entries(&mut self, entries: &[cel::common::ast::IdedEntryExpr], depth: usize) {
+        for entry in entries {
+            match &entry.expr {
+                EntryExpr::StructField(field) => self.walk(&field.value, depth),
+                EntryExpr::MapEntry(map_entry) => {
+                    self.walk(&map_entry.key, depth);
+                    self.walk(&map_entry.value, depth);
+                }
+            }
+        }
+    }
+}
+
+/// The struct type names an expression may construct (`Object`,
+/// `Object.spec.template`, `JSONPatch`), read from its text before any
+/// environment exists: the environment must know them to construct them.
+/// Reading more than the parser would (a name in a string) only registers a
+/// type nothing constructs.
+pub fn struct_names(source: &str, names: &mut BTreeSet<String>) {
+    for root in ["Object", "JSONPatch"] {
+        let mut rest = source;
+        while let Some(at) = rest.find(root) {
+            let before = source.len() - rest.len() + at;
+            let preceded = source
+                .get(..before)
+                .and_then(|s| s.chars().next_back())
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+            let tail = rest.get(at..).unwrap_or_default();
+            let end = tail
+                .find(|c: char| {
+                    !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c.is_whitespace())
+                })
+                .unwrap_or(tail.len());
+            let name: String = tail
+                .get(..end)
+                .unwrap_or_default()
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            if !preceded && tail.get(end..).is_some_and(|t| t.starts_with('{')) {
+                let name = name.trim_end_matches('.').to_string();
+                if !name.is_empty() && !name.contains("..") {
+                    names.insert(name);
+                }
+            }
+            rest = tail.get(root.len()..).unwrap_or_default();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_errors_name_the_path_and_the_position() {
+        let err = compile("object.metadata.(", "settings.spec.mutations[0].x")
+            .err()
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("settings.spec.mutations[0].x: line 1, column 17: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_before_parsing() {
+        let deep = format!("{}1{}", "(".repeat(200), ")".repeat(200));
+        let err = compile(&deep, "e").err().unwrap_or_default();
+        assert!(err.contains("nested more than 32 deep"), "{err}");
+        // Brackets in strings do not count.
+        let quoted = format!("'{}' == ''", "(".repeat(200));
+        assert!(compile(&quoted, "e").is_ok());
+        // The deepest accepted nesting parses, in a test thread's 2 MiB of
+        // stack (unoptimised); the module's 1 MiB (optimised) is checked by
+        // the e2e case `cel_deepest_nesting_loads`.
+        let fine = format!("{}1{}", "(".repeat(MAX_NESTING), ")".repeat(MAX_NESTING));
+        assert!(compile(&fine, "e").is_ok());
+        let list = format!("{}1{}", "[".repeat(MAX_NESTING), "]".repeat(MAX_NESTING));
+        assert!(compile(&list, "e").is_ok());
+    }
+
+    #[test]
+    fn reads_are_found() {
+        let c = compile(
+            "variables.zone + namespaceObject.metadata.name + object.x.map(v, variables.other)",
+            "e",
+        )
+        .ok()
+        .unwrap_or_else(|| panic!("compiles"));
+        assert_eq!(c.variables.iter().collect::<Vec<_>>(), ["other", "zone"]);
+        assert!(c.identifiers.contains("namespaceObject"));
+        assert!(c.identifiers.contains("object"));
+    }
+
+    #[test]
+    fn struct_names_are_read_from_the_text() {
+        let mut names = BTreeSet::new();
+        struct_names(
+            "Object{metadata: Object.metadata{labels: {}}, spec: Object . spec {}} + [JSONPatch{op: 'add'}] + MyObject{}",
+            &mut names,
+        );
+        assert_eq!(
+            names.iter().collect::<Vec<_>>(),
+            ["JSONPatch", "Object", "Object.metadata", "Object.spec"]
+        );
+    }
+}

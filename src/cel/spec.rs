@@ -1,0 +1,158 @@
+//! The CEL policy documents as users write them: Kyverno's `MutatingPolicy`
+//! and `NamespacedMutatingPolicy` (`policies.kyverno.io`) and Kubernetes'
+//! `MutatingAdmissionPolicy` (`admissionregistration.k8s.io`). One schema
+//! serves the three: Kyverno's is a superset of Kubernetes', and what one
+//! kind lacks is refused for it in [`super::check`].
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+use crate::kyverno::spec::LabelSelector;
+use crate::settings::FailurePolicy;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CelSpec {
+    #[serde(default)]
+    pub match_constraints: Option<MatchResources>,
+    /// Both Kyverno and Kubernetes default it to `Fail`.
+    #[serde(default)]
+    pub failure_policy: Option<FailurePolicy>,
+    #[serde(default)]
+    pub match_conditions: Vec<NamedExpression>,
+    #[serde(default)]
+    pub variables: Vec<NamedExpression>,
+    #[serde(default)]
+    pub mutations: Vec<Mutation>,
+    /// `Never` or `IfNeeded`; a Kubewarden webhook is called once either way.
+    #[serde(default)]
+    pub reinvocation_policy: Option<String>,
+    /// MutatingAdmissionPolicy only: the kind of its parameters, which the
+    /// settings give inline as `params`.
+    #[serde(default)]
+    pub param_kind: Option<ParamKind>,
+    // Kyverno's MutatingPolicy only, from here on.
+    #[serde(default)]
+    pub autogen: Option<CelAutogen>,
+    #[serde(default)]
+    pub evaluation: Option<Evaluation>,
+    #[serde(default)]
+    pub target_match_constraints: Option<IgnoredAny>,
+    #[serde(default)]
+    pub target_match_conditions: Option<IgnoredAny>,
+    /// Kyverno's own webhook's timeout: the ClusterAdmissionPolicy's
+    /// `timeoutSeconds` is what bounds this one.
+    #[serde(default)]
+    pub webhook_configuration: Option<IgnoredAny>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MatchResources {
+    #[serde(default)]
+    pub namespace_selector: Option<LabelSelector>,
+    #[serde(default)]
+    pub object_selector: Option<LabelSelector>,
+    #[serde(default)]
+    pub resource_rules: Vec<ResourceRule>,
+    #[serde(default)]
+    pub exclude_resource_rules: Vec<ResourceRule>,
+    /// `Exact` or `Equivalent` (the default).
+    #[serde(default)]
+    pub match_policy: Option<String>,
+}
+
+/// Kubernetes' `NamedRuleWithOperations`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResourceRule {
+    #[serde(default)]
+    pub resource_names: Vec<String>,
+    #[serde(default)]
+    pub operations: Vec<String>,
+    #[serde(default)]
+    pub api_groups: Vec<String>,
+    #[serde(default)]
+    pub api_versions: Vec<String>,
+    #[serde(default)]
+    pub resources: Vec<String>,
+    /// `Cluster`, `Namespaced` or `*` (the default).
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedExpression {
+    pub name: String,
+    pub expression: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Mutation {
+    pub patch_type: String,
+    #[serde(default)]
+    pub apply_configuration: Option<Expression>,
+    #[serde(default)]
+    pub json_patch: Option<Expression>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expression {
+    pub expression: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ParamKind {
+    #[serde(default)]
+    pub api_version: Option<String>,
+    #[serde(default)]
+    pub kind: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CelAutogen {
+    #[serde(default)]
+    pub pod_controllers: Option<PodControllers>,
+    /// Kyverno's generation of a MutatingAdmissionPolicy from this one: a
+    /// matter of where Kyverno runs it, not of what it writes.
+    #[serde(default)]
+    pub mutating_admission_policy: Option<IgnoredAny>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PodControllers {
+    #[serde(default)]
+    pub controllers: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Evaluation {
+    #[serde(default)]
+    pub admission: Option<Enabled>,
+    #[serde(default)]
+    pub mutate_existing: Option<Enabled>,
+    // Background scans, reports and how Kyverno applies: nothing an
+    // admission answer carries.
+    #[serde(default)]
+    pub background: Option<IgnoredAny>,
+    #[serde(default)]
+    pub mode: Option<IgnoredAny>,
+    #[serde(default)]
+    pub skip_background_requests: Option<IgnoredAny>,
+    #[serde(default)]
+    pub use_server_side_apply: Option<IgnoredAny>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Enabled {
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
