@@ -250,8 +250,8 @@ run_case() {
   run_case rule_renaming_a_placed_pod_rejected
 }
 
-@test "mutating_policy_refused_by_kind: a Kyverno MutatingPolicy pasted as settings is refused by its kind, not by its first field" {
-  run_case mutating_policy_refused_by_kind
+@test "validating_policy_refused_by_kind: a Kyverno ValidatingPolicy pasted as settings is refused by its kind, not by its first field" {
+  run_case validating_policy_refused_by_kind
 }
 
 @test "glob_meeting_only_reserved_keys_warns: a glob that meets only keys under kubernetes.io/ copies nothing and says so, at load and at admission" {
@@ -264,4 +264,32 @@ run_case() {
 
 @test "several_policies_in_order: policies: Kyverno's mutate-pod-binding ClusterPolicy, then a namespaced Policy that reads what it wrote" {
   run_case several_policies_in_order
+}
+
+@test "cel_kyverno_binding_test: Kyverno's CLI test mutate-pod-binding-subresource: a MutatingPolicy annotating the Binding (ApplyConfiguration)" {
+  run_case cel_kyverno_binding_test
+}
+
+@test "cel_zone_and_region_from_node: the project's job as a MutatingPolicy: resource.Get reads the Node (its labels only), zone and region onto the Binding" {
+  run_case cel_zone_and_region_from_node
+}
+
+@test "cel_node_missing_fails: a MutatingPolicy whose Node read fails rejects by its default failurePolicy (Fail), naming the policy" {
+  run_case cel_node_missing_fails
+}
+
+@test "cel_placed_pod_labels: a MutatingPolicy on Pods created with spec.nodeName: the Node's zone as a Pod label (JSONPatch)" {
+  run_case cel_placed_pod_labels
+}
+
+@test "cel_parse_error_refused: a CEL expression that does not parse is refused at load with its path and position" {
+  run_case cel_parse_error_refused
+}
+
+@test "cel_deepest_nesting_loads: an expression nested as deep as allowed (32) loads and runs in the module's stack" {
+  run_case cel_deepest_nesting_loads
+}
+
+@test "cel_too_deep_refused: an expression nested deeper than 32 is refused at load, before parsing" {
+  run_case cel_too_deep_refused
 }

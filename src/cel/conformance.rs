@@ -51,6 +51,11 @@ fn zone_from_the_node_is_read_once_and_written() {
         json!({"topology.kubernetes.io/zone": "us-east-2a"})
     );
     assert_eq!(table.reads(), [get("v1", "Node", None, "node-1")]);
+    // The host is asked only for what the expressions read.
+    assert_eq!(
+        table.masks.borrow().as_slice(),
+        [vec!["metadata.labels".to_string()]]
+    );
     // A Pod is not matched: no read, no change.
     let table = Table::cluster();
     let response = run_on(

@@ -20,6 +20,7 @@ use super::program::{self, Compiled};
 use super::values::{from_json, to_json};
 use super::{CelPolicy, apply};
 use crate::cluster::{CachedCluster, Read};
+use crate::kyverno::field_paths::{Reach, field_masks};
 use crate::kyverno::resources::ResourceKind;
 
 /// At most this many host reads per policy and request.
@@ -178,6 +179,17 @@ fn template_pointer(
     crate::kyverno::autogen::template_pointer(&kind, &policy.autogen)
 }
 
+/// An evaluation error in words: a library function's own message, after
+/// the function's name.
+fn describe(error: &::cel::ExecutionError) -> String {
+    match error {
+        ::cel::ExecutionError::FunctionError { function, message } => {
+            format!("{function}: {message}")
+        }
+        other => other.to_string(),
+    }
+}
+
 /// One policy's evaluation: its context, the variables computed so far, and
 /// the host's answers.
 struct Evaluation<'a> {
@@ -188,6 +200,8 @@ struct Evaluation<'a> {
     variables: BTreeMap<String, Result<CelValue, String>>,
     answers: BTreeMap<ResourceCall, Result<CelValue, String>>,
     namespace: Option<Value>,
+    /// The host field masks for `resource.Get`, once worked out.
+    masks: Option<Vec<String>>,
 }
 
 fn bind(context: &mut Context, name: &str, value: CelValue) -> Result<(), String> {
@@ -223,6 +237,7 @@ impl<'a> Evaluation<'a> {
             variables: BTreeMap::new(),
             answers: BTreeMap::new(),
             namespace: None,
+            masks: None,
         })
     }
 
@@ -306,7 +321,15 @@ impl<'a> Evaluation<'a> {
             let at = format!("{}.spec.variables[{i}].expression", self.policy.at);
             let own = self.compile(&at, &variable.expression)?;
             self.prepare(&own, depth + 1)?;
-            let value = self.execute(&own);
+            // A failure is named by the variable where it happened; those
+            // reading it carry that name on.
+            let value = self.execute(&own).map_err(|why| {
+                if why.starts_with("variables.") {
+                    why
+                } else {
+                    format!("variables.{name}: {why}")
+                }
+            });
             self.variables.insert(name, value);
         }
         self.bind_variables()
@@ -328,12 +351,61 @@ impl<'a> Evaluation<'a> {
         )
     }
 
+    /// The fields of the objects `resource.Get` reads that any expression of
+    /// the policy can reach, as host field masks (none: whole objects). One
+    /// set for every read of the policy: what one read needs, all get.
+    fn field_masks(&mut self) -> Result<Vec<String>, String> {
+        if let Some(masks) = &self.masks {
+            return Ok(masks.clone());
+        }
+        let mut compiled = Vec::new();
+        let mut gets = BTreeSet::new();
+        let sources: Vec<(String, String)> = self
+            .policy
+            .expressions()
+            .into_iter()
+            .map(|(at, source)| (at, source.to_string()))
+            .collect();
+        for (at, source) in &sources {
+            compiled.push(self.compile(at, source)?);
+        }
+        for (i, variable) in self.policy.spec.variables.iter().enumerate() {
+            let at = format!("{}.spec.variables[{i}].expression", self.policy.at);
+            if self.compile(&at, &variable.expression)?.uses.is_get {
+                gets.insert(variable.name.clone());
+            }
+        }
+        let mut paths: Vec<&Vec<String>> = Vec::new();
+        let mut whole = false;
+        for expression in &compiled {
+            whole |= expression.uses.whole;
+            paths.extend(&expression.uses.get_paths);
+            for (variable, used) in &expression.uses.variable_paths {
+                if gets.contains(variable) {
+                    whole |= used.iter().any(Vec::is_empty);
+                    paths.extend(used);
+                }
+            }
+        }
+        let masks = if whole {
+            Vec::new()
+        } else {
+            let mut reach = Reach::Fields(Vec::new());
+            for path in paths {
+                reach.take(path.iter().map(String::as_str));
+            }
+            field_masks(&reach)
+        };
+        self.masks = Some(masks.clone());
+        Ok(masks)
+    }
+
     /// Runs a parsed expression, making the host reads it asks for.
     fn execute(&mut self, compiled: &Compiled) -> Result<CelValue, String> {
         // A variable that failed fails what reads it, with its own error.
         for name in &compiled.variables {
             if let Some(Err(why)) = self.variables.get(name) {
-                return Err(format!("variables.{name}: {why}"));
+                return Err(why.clone());
             }
         }
         loop {
@@ -354,7 +426,7 @@ impl<'a> Evaluation<'a> {
                 .unwrap_or_default();
             let pending = error.to_string().contains(READ_PENDING);
             if wanted.is_empty() || !pending {
-                return Err(error.to_string());
+                return Err(describe(&error));
             }
             for call in wanted {
                 if self.answers.len() >= MAX_READS {
@@ -362,7 +434,9 @@ impl<'a> Evaluation<'a> {
                         "more than {MAX_READS} resource reads in one evaluation"
                     ));
                 }
-                let answer = environment::read(&call, self.request.kinds, self.request.cluster);
+                let masks = self.field_masks()?;
+                let answer =
+                    environment::read(&call, &masks, self.request.kinds, self.request.cluster);
                 self.answers.insert(call, answer);
             }
         }

@@ -260,6 +260,7 @@ fn resource_list<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Ex
 /// Makes one read through the host and gives its answer as CEL sees it.
 pub fn read(
     call: &ResourceCall,
+    masks: &[String],
     kinds: &[ResourceKind],
     cluster: &CachedCluster,
 ) -> Result<Value, String> {
@@ -281,7 +282,7 @@ pub fn read(
             kind,
             namespace,
             name: name.clone(),
-            field_masks: Vec::new(),
+            field_masks: masks.to_vec(),
         },
         None => Read::List {
             api_version: call.api_version.clone(),

@@ -6,7 +6,7 @@
 //! recursion and node count, and with only it referenced the module is
 //! about 1.4 MB smaller (docs/performance.md).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ::cel::IdedExpr;
 use ::cel::common::ast::{EntryExpr, Expr};
@@ -33,6 +33,25 @@ pub struct Compiled {
     pub variables: BTreeSet<String>,
     /// Top-level identifiers it reads (`object`, `namespaceObject`, ...).
     pub identifiers: BTreeSet<String>,
+    /// How it uses what `resource.Get` reads, for the host's field masks.
+    pub uses: ReadUses,
+}
+
+/// How an expression uses the objects `resource.Get` reads: through which
+/// field paths, directly or through variables.
+#[derive(Debug, Default)]
+pub struct ReadUses {
+    /// Paths read from `resource.Get(...)` results directly.
+    pub get_paths: Vec<Vec<String>>,
+    /// Paths read from each `variables.NAME`; an empty path is the value
+    /// used whole.
+    pub variable_paths: BTreeMap<String, Vec<Vec<String>>>,
+    /// The expression is one `resource.Get(...)` call (a variable so defined
+    /// is read through `variable_paths`).
+    pub is_get: bool,
+    /// A `resource.Get` result, or `variables` itself, used otherwise than
+    /// through field paths: only whole objects are safe.
+    pub whole: bool,
 }
 
 /// Why an expression was refused; `at` is its path in the settings.
@@ -69,10 +88,12 @@ pub fn compile(source: &str, at: &str) -> Result<Compiled, String> {
         expression,
         variables: BTreeSet::new(),
         identifiers: BTreeSet::new(),
+        uses: ReadUses::default(),
     };
     let mut reads = Reads {
         variables: &mut compiled.variables,
         identifiers: &mut compiled.identifiers,
+        uses: &mut compiled.uses,
     };
     reads.walk(&compiled.expression, 0);
     Ok(compiled)
@@ -118,25 +139,96 @@ fn too_deep(source: &str) -> Option<(usize, usize)> {
 struct Reads<'r> {
     variables: &'r mut BTreeSet<String>,
     identifiers: &'r mut BTreeSet<String>,
+    uses: &'r mut ReadUses,
+}
+
+/// A field selection, plain (`a.b`, `has(a.b)`) or optional (`a.?b`): its
+/// operand and field.
+fn selection(expr: &IdedExpr) -> Option<(&IdedExpr, &str)> {
+    match &expr.expr {
+        Expr::Select(select) => Some((&select.operand, select.field.as_str())),
+        Expr::Call(call) if call.func_name == ::cel::common::ast::operators::OPT_SELECT => {
+            match call.args.as_slice() {
+                [operand, field] => match &field.expr {
+                    Expr::Literal(::cel::common::ast::LiteralValue::String(name)) => {
+                        Some((operand, name.inner()))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `resource.Get(...)` (or `get`).
+fn is_get_call(expr: &IdedExpr) -> bool {
+    match &expr.expr {
+        Expr::Call(call) => {
+            (call.func_name == "Get" || call.func_name == "get")
+                && call
+                    .target
+                    .as_ref()
+                    .is_some_and(|t| matches!(&t.expr, Expr::Ident(name) if name == "resource"))
+        }
+        _ => false,
+    }
 }
 
 impl Reads<'_> {
     fn walk(&mut self, expr: &IdedExpr, depth: usize) {
         // The parser already bounds nesting; this guards the walk itself.
         if depth > 4 * MAX_NESTING + 64 {
+            self.uses.whole = true;
             return;
         }
+        let top = depth == 0;
         let depth = depth + 1;
-        match &expr.expr {
-            Expr::Select(select) => {
-                if let Expr::Ident(name) = &select.operand.expr
-                    && name == "variables"
-                {
-                    self.variables.insert(select.field.clone());
-                }
-                self.walk(&select.operand, depth);
+        if selection(expr).is_some() {
+            // The whole chain of selections, down to what it starts from.
+            let mut path = Vec::new();
+            let mut root = expr;
+            while let Some((operand, field)) = selection(root) {
+                path.push(field.to_string());
+                root = operand;
             }
+            path.reverse();
+            if let Expr::Ident(name) = &root.expr
+                && name == "variables"
+                && let Some((variable, rest)) = path.split_first()
+            {
+                self.variables.insert(variable.clone());
+                self.uses
+                    .variable_paths
+                    .entry(variable.clone())
+                    .or_default()
+                    .push(rest.to_vec());
+                return;
+            }
+            if is_get_call(root) {
+                self.uses.get_paths.push(path);
+                if let Expr::Call(call) = &root.expr {
+                    for arg in &call.args {
+                        self.walk(arg, depth);
+                    }
+                }
+                return;
+            }
+        }
+        if is_get_call(expr) {
+            if top {
+                self.uses.is_get = true;
+            } else {
+                self.uses.whole = true;
+            }
+        }
+        match &expr.expr {
+            Expr::Select(select) => self.walk(&select.operand, depth),
             Expr::Ident(name) => {
+                if name == "variables" {
+                    self.uses.whole = true;
+                }
                 self.identifiers.insert(name.clone());
             }
             Expr::Call(call) => {
@@ -262,6 +354,30 @@ mod tests {
         assert_eq!(c.variables.iter().collect::<Vec<_>>(), ["other", "zone"]);
         assert!(c.identifiers.contains("namespaceObject"));
         assert!(c.identifiers.contains("object"));
+    }
+
+    #[test]
+    fn field_paths_read_from_resource_reads_are_found() {
+        let c = compile(
+            "variables.node.metadata.?labels[?'a'].orValue('') + resource.Get('v1', 'nodes', '', object.x).metadata.annotations.b",
+            "e",
+        )
+        .unwrap();
+        assert_eq!(
+            c.uses.variable_paths.get("node"),
+            Some(&vec![vec!["metadata".to_string(), "labels".to_string()]])
+        );
+        assert_eq!(
+            c.uses.get_paths,
+            [["metadata", "annotations", "b"].map(String::from).to_vec()]
+        );
+        assert!(c.identifiers.contains("object") && !c.uses.whole && !c.uses.is_get);
+        let c = compile("resource.Get('v1', 'nodes', '', object.target.name)", "e").unwrap();
+        assert!(c.uses.is_get && !c.uses.whole);
+        let c = compile("[resource.Get('v1', 'nodes', '', 'n')]", "e").unwrap();
+        assert!(c.uses.whole);
+        let c = compile("size(variables.node) > 0", "e").unwrap();
+        assert_eq!(c.uses.variable_paths.get("node"), Some(&vec![vec![]]));
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub(crate) struct Table {
     answers: Vec<(Read, Value)>,
     reads: RefCell<Vec<Read>>,
     /// The field masks of each read, in order.
-    masks: RefCell<Vec<Vec<String>>>,
+    pub(crate) masks: RefCell<Vec<Vec<String>>>,
 }
 
 pub(crate) fn get(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Read {
