@@ -293,3 +293,19 @@ run_case() {
 @test "cel_too_deep_refused: an expression nested deeper than 32 is refused at load, before parsing" {
   run_case cel_too_deep_refused
 }
+
+@test "cel_mutate_pod_binding: Kyverno's mutate-pod-binding written as a MutatingPolicy: the same patch as the ClusterPolicy sample" {
+  run_case cel_mutate_pod_binding
+}
+
+@test "cel_recipe_pod_name_at_binding: recipe 2 in CEL: the Pod's own name as an annotation and a label at binding time" {
+  run_case cel_recipe_pod_name_at_binding
+}
+
+@test "cel_recipe_placed_pod_instance_rack_owner: recipe 4 in CEL: a Pod created with spec.nodeName gets the Node's instance type and rack as labels and its owner annotation" {
+  run_case cel_recipe_placed_pod_instance_rack_owner
+}
+
+@test "cel_deepest_chain_runs: an operator chain as deep as allowed (100) evaluates in the module's stack" {
+  run_case cel_deepest_chain_runs
+}

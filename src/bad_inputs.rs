@@ -103,6 +103,23 @@ fn json6902_rule(failure_policy: &str, patch: &str) -> Value {
     }]})
 }
 
+/// A MutatingPolicy on Bindings with a `node` variable (the Node read) and
+/// one ApplyConfiguration mutation; `failure_policy` empty for the default.
+fn cel_policy(failure_policy: &str, expression: &str) -> String {
+    let mut spec = json!({
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["pods/binding"]}]},
+        "variables": [{"name": "node", "expression": "resource.Get('v1', 'nodes', '', object.target.name)"}],
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}}]
+    });
+    if !failure_policy.is_empty() {
+        spec["failurePolicy"] = json!(failure_policy);
+    }
+    json!({"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy",
+        "metadata": {"name": "m"}, "spec": spec})
+    .to_string()
+}
+
 fn settings_case(settings: &str) -> (Vec<u8>, Host) {
     (settings.as_bytes().to_vec(), node_1())
 }
@@ -655,6 +672,93 @@ fn catalog() -> Vec<Case> {
                 )
             },
             reads_node: false,
+        },
+        Case {
+            when: "a CEL expression does not parse",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 34: expected '}'\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: line 1, column 34: expected '}'",
+            ),
+            run: || settings_case(&cel_policy("", "Object{metadata: Object.metadata{")),
+            reads_node: false,
+        },
+        Case {
+            when: "a CEL expression nests brackets more than 32 deep",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 33: brackets nested more than 32 deep\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: line 1, column 33: brackets nested more than 32 deep",
+            ),
+            run: || {
+                settings_case(&cel_policy(
+                    "",
+                    &format!("{}1{}", "(".repeat(40), ")".repeat(40)),
+                ))
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a CEL expression is a huge list literal",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: 12001 bytes; an expression may have at most 10000\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: 12001 bytes; an expression may have at most 10000",
+            ),
+            run: || {
+                let items: Vec<String> = (0..6000).map(|i| (i % 10).to_string()).collect();
+                settings_case(&cel_policy("", &format!("[{}]", items.join(","))))
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a CEL expression chains more than 100 operations into one another (`1 + 1 + ... + 1`)",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: operations nested more than 100 deep",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: operations nested more than 100 deep",
+            ),
+            run: || settings_case(&cel_policy("", &vec!["1"; 500].join(" + "))),
+            reads_node: false,
+        },
+        Case {
+            when: "CEL comprehensions nest into a runaway loop",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: its comprehensions may loop 1001001001000 times (a list that is not a literal counts as 1000 items); at most 2000000 are allowed\"",
+            answer: SettingsRefused(
+                "its comprehensions may loop 1001001001000 times (a list that is not a literal counts as 1000 items); at most 2000000 are allowed",
+            ),
+            run: || {
+                settings_case(&cel_policy(
+                    "",
+                    "object.a.all(x, object.b.all(y, object.c.all(z, object.d.exists(w, x == w))))",
+                ))
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a CEL expression uses Kyverno's `http` library",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: uses `http`: Kyverno's http library calls endpoints from the policy; a Kubewarden policy has no host capability for arbitrary HTTP\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: uses `http`: Kyverno's http library calls endpoints from the policy; a Kubewarden policy has no host capability for arbitrary HTTP",
+            ),
+            run: || settings_case(&cel_policy("", "http.Get('https://example.com')")),
+            reads_node: false,
+        },
+        Case {
+            when: "a MutatingPolicy's Node read fails (`failurePolicy: Ignore`)",
+            answer_text: "accepted unchanged, with the warning \"MutatingPolicy \"m\" not applied: variables.node: resource.Get: Cannot find v1/Node named 'node-1'",
+            answer: Accepted {
+                patched: false,
+                warning: "MutatingPolicy \"m\" not applied: variables.node: resource.Get: Cannot find v1/Node named 'node-1'",
+            },
+            run: || {
+                let settings: Value = serde_json::from_str(&cel_policy(
+                    "Ignore",
+                    "Object{metadata: Object.metadata{annotations: {'zone': variables.node.metadata.labels['topology.kubernetes.io/zone']}}}",
+                ))
+                .unwrap();
+                (
+                    payload(fixture("binding.json"), settings),
+                    host_error(NODE_MISSING),
+                )
+            },
+            reads_node: true,
         },
         Case {
             when: "a `copy` entry is written as a bare string",

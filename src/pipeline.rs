@@ -4,6 +4,7 @@
 //! and a step that fails is judged by `failurePolicy` the same way whichever
 //! form it came from.
 
+use std::cell::OnceCell;
 use std::rc::Rc;
 
 use jmespath::Rcvar;
@@ -89,8 +90,9 @@ struct RuleInputs<'s> {
 /// What CEL policies read, prepared once, when the first one runs.
 struct CelInputs {
     info: RequestInfo,
-    request: ::cel::Value,
-    old_object: ::cel::Value,
+    /// `request` and `oldObject` as CEL values, made when a policy reads them.
+    request: OnceCell<::cel::Value>,
+    old_object: OnceCell<::cel::Value>,
 }
 
 pub struct Pipeline<'a> {
@@ -226,25 +228,10 @@ impl<'a> Pipeline<'a> {
                     .filter(Value::is_object)?;
                 outcome.object = Some(Object::Whole(object));
             }
-            let mut request = serde_json::Map::new();
-            let mut old_object = Value::Null;
-            for (name, value) in &self.request.fields {
-                let name: &str = name;
-                let Ok(value) = serde_json::from_str::<Value>(value.get()) else {
-                    continue;
-                };
-                match name {
-                    "object" => {}
-                    "oldObject" => old_object = value,
-                    _ => {
-                        request.insert(name.to_string(), value);
-                    }
-                }
-            }
             *inputs = Some(CelInputs {
                 info: RequestInfo::from_request(self.request),
-                request: crate::cel::values::from_json(&Value::Object(request)),
-                old_object: crate::cel::values::from_json(&old_object),
+                request: OnceCell::new(),
+                old_object: OnceCell::new(),
             });
         }
         inputs.as_ref()
@@ -269,6 +256,7 @@ impl<'a> Pipeline<'a> {
         let object = object.whole().map_err(failed)?;
         let request = CelRequest {
             info: &inputs.info,
+            admission: self.request,
             request: &inputs.request,
             old_object: &inputs.old_object,
             kinds: &self.plan.resource_kinds,

@@ -83,7 +83,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--only", default="",
-                    help="comma-separated policies (do-nothing, floor, default, kyverno, variant-NAME, "
+                    help="comma-separated policies (do-nothing, floor, default, kyverno, cel, variant-NAME, "
                          "variant-NAME-kyverno) to run")
     args = ap.parse_args()
 
@@ -102,12 +102,15 @@ def main():
             return 1
         with open(data("kyverno-mutate-pod-binding.json")) as f:
             kyverno_rules = json.load(f)
+        with open(data("kyverno-mutating-policy-binding.json")) as f:
+            mutating_policy = json.load(f)
 
         policies = {
             "do-nothing": entry(args.baseline, {}, mutating=False, resources=[]),
             "floor": entry(args.floor, {}),
             "default": entry(args.policy, {}),
             "kyverno": entry(args.policy, kyverno_rules),
+            "cel": entry(args.policy, mutating_policy),
         }
         variants = []
         for spec in args.variant:
@@ -129,6 +132,8 @@ def main():
             ("default settings, Binding, realistic Node", "default", "binding-large-node.json", "floor", large),
             ("default settings, Binding, 7-label Node", "default", "binding.json", "floor", "node-1"),
             ("Kyverno mutate-pod-binding, realistic Node", "kyverno", "binding-large-node.json", "floor", large),
+            ("MutatingPolicy (CEL) doing mutate-pod-binding, realistic Node", "cel", "binding-large-node.json",
+             "floor", large),
             ("do-nothing policy, Pod", "do-nothing", "pod-without-node-name.json", None, None),
             ("default settings, Pod without spec.nodeName", "default", "pod-without-node-name.json",
              "do-nothing policy, Pod", None),

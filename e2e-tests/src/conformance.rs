@@ -69,6 +69,8 @@ struct TestResult {
     patched_resources: Option<String>,
     #[serde(default)]
     result: String,
+    #[serde(default)]
+    is_mutating_policy: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -80,6 +82,41 @@ struct Values {
     global_values: BTreeMap<String, Value>,
     #[serde(default)]
     namespace_selector: Vec<NamespaceLabels>,
+    /// Kinds that are subresources of another (a Binding is `pods/binding`).
+    #[serde(default)]
+    subresources: Vec<Subresource>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Subresource {
+    parent_resource: ResourceName,
+    subresource: SubresourceName,
+}
+
+#[derive(Debug, Deserialize)]
+struct ResourceName {
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct SubresourceName {
+    kind: String,
+    name: String,
+}
+
+/// A request for an object of a subresource kind, as the API server sends
+/// it: the parent's resource, the subresource, the object's kind.
+fn subresource_request(request: &mut Value, subresources: &[(String, String, String)]) {
+    let kind = request["kind"]["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    if let Some((_, parent, sub)) = subresources.iter().find(|(k, _, _)| *k == kind) {
+        request["resource"]["resource"] = json!(parent);
+        request["subResource"] = json!(sub);
+        request["requestSubResource"] = json!(sub);
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -210,9 +247,20 @@ fn find_resource<'a>(objects: &'a [Value], kind: &str, reference: &str) -> Optio
     })
 }
 
-fn is_kyverno_policy(doc: &Value) -> bool {
+/// A policy document the settings take whole: a ClusterPolicy or Policy,
+/// a MutatingPolicy or NamespacedMutatingPolicy, a MutatingAdmissionPolicy.
+fn is_supported_policy(doc: &Value) -> bool {
     let api = doc["apiVersion"].as_str().unwrap_or_default();
-    api.starts_with("kyverno.io/") && matches!(kind_of(doc), "ClusterPolicy" | "Policy")
+    (api.starts_with("kyverno.io/") && matches!(kind_of(doc), "ClusterPolicy" | "Policy"))
+        || (api.starts_with("policies.kyverno.io/")
+            && matches!(kind_of(doc), "MutatingPolicy" | "NamespacedMutatingPolicy"))
+        || (api.starts_with("admissionregistration.k8s.io/")
+            && kind_of(doc) == "MutatingAdmissionPolicy")
+}
+
+/// Policies that apply only in their own namespace.
+fn is_namespaced_policy(doc: &Value) -> bool {
+    matches!(kind_of(doc), "Policy" | "NamespacedMutatingPolicy")
 }
 
 fn rule_of<'a>(policy: &'a Value, rule: &str) -> Option<&'a Value> {
@@ -356,6 +404,9 @@ pub type StepCheck<'a> = &'a dyn Fn(&Step) -> Result<(), String>;
 pub struct TestCluster {
     cluster: InMemoryCluster,
     pub exchanges: Mutex<Vec<Exchange>>,
+    /// Kinds that are a subresource of another: (kind, parent resource,
+    /// subresource), from the values file.
+    subresources: Vec<(String, String, String)>,
 }
 
 impl Capabilities for TestCluster {
@@ -437,6 +488,18 @@ fn test_cluster(values: &Values, policies: &[Value]) -> TestCluster {
     TestCluster {
         cluster,
         exchanges: Mutex::default(),
+        subresources: values
+            .subresources
+            .iter()
+            .filter_map(|s| {
+                let (_, sub) = s.subresource.name.split_once('/')?;
+                Some((
+                    s.subresource.kind.clone(),
+                    s.parent_resource.name.clone(),
+                    sub.to_string(),
+                ))
+            })
+            .collect(),
     }
 }
 
@@ -466,7 +529,7 @@ fn apply_all(
     for policy in policies {
         // A namespaced Policy applies only in its own namespace (the
         // deployment's namespaceSelector does that job for a Kubewarden policy).
-        if kind_of(policy) == "Policy" && namespace_of(policy) != namespace_of(&current) {
+        if is_namespaced_policy(policy) && namespace_of(policy) != namespace_of(&current) {
             continue;
         }
         let mut settings = policy.clone();
@@ -492,7 +555,8 @@ fn apply_all(
                 verdict.message.unwrap_or_default()
             )));
         }
-        let request = create_request(&current, namespace);
+        let mut request = create_request(&current, namespace);
+        subresource_request(&mut request, &cluster.subresources);
         if let Ok(mut exchanges) = cluster.exchanges.lock() {
             exchanges.clear();
         }
@@ -558,7 +622,7 @@ pub fn run_test(
     };
     let kyverno_policies: Vec<Value> = policies
         .iter()
-        .filter(|p| is_kyverno_policy(p))
+        .filter(|p| is_supported_policy(p))
         .cloned()
         .collect();
     let cluster = Arc::new(test_cluster(&values, &kyverno_policies));
@@ -589,7 +653,8 @@ pub fn run_test(
         let is_mutate = policy
             .and_then(|p| rule_of(p, &result.rule))
             .is_some_and(|r| r.get("mutate").is_some())
-            || patched.is_some();
+            || patched.is_some()
+            || result.is_mutating_policy;
         if !is_mutate {
             continue;
         }
@@ -606,9 +671,9 @@ pub fn run_test(
                 let Some(policy) = policy else {
                     return Outcome::Skipped(format!("policy {:?} not in the test", result.policy));
                 };
-                if !is_kyverno_policy(policy) {
+                if !is_supported_policy(policy) {
                     return Outcome::Skipped(format!(
-                        "{} {} is not a kyverno.io ClusterPolicy/Policy",
+                        "{} {} is not a policy kind the settings take",
                         policy["apiVersion"].as_str().unwrap_or("?"),
                         kind_of(policy)
                     ));

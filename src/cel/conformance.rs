@@ -261,3 +261,82 @@ fn mistakes_are_refused_at_load_with_the_path() {
         "{msg}"
     );
 }
+
+/// Where a CEL evaluation's time goes, natively (`cargo test --release
+/// cel_cost -- --ignored --nocapture`): settings, environment, parsing,
+/// the whole evaluation.
+#[test]
+#[ignore]
+fn cel_cost() {
+    let settings: Value = serde_json::from_slice(
+        &std::fs::read("test_data/kyverno-mutating-policy-binding.json").unwrap(),
+    )
+    .unwrap();
+    let raw = serde_json::to_vec(&settings).unwrap();
+    let n = 2000;
+    let time = |label: &str, f: &mut dyn FnMut()| {
+        let start = std::time::Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        eprintln!("{label}: {:?} each", start.elapsed() / n);
+    };
+    time("settings", &mut || {
+        crate::settings::load_for_request(&raw).unwrap();
+    });
+    let names =
+        std::collections::BTreeSet::from(["Object".to_string(), "Object.metadata".to_string()]);
+    time("environment", &mut || {
+        let _ = super::environment::runtime_env(
+            &names,
+            super::environment::Libraries {
+                resource: true,
+                ..Default::default()
+            },
+        );
+    });
+    let sources: Vec<String> = settings["spec"]["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["expression"].as_str().unwrap().to_string())
+        .chain([
+            settings["spec"]["mutations"][0]["applyConfiguration"]["expression"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        ])
+        .collect();
+    time("Env::stdlib", &mut || {
+        let _ = ::cel::Env::stdlib();
+    });
+    time("Env::stdlib + strings", &mut || {
+        let mut env = ::cel::Env::stdlib();
+        let _ = env.add_extension(::cel::extensions::strings);
+    });
+    time("Env::stdlib + lists + math", &mut || {
+        let mut env = ::cel::Env::stdlib();
+        let _ = env.add_extension(::cel::extensions::lists);
+        let _ = env.add_extension(::cel::extensions::math);
+    });
+    time("parse", &mut || {
+        for source in &sources {
+            super::program::compile(source, "e").unwrap();
+        }
+    });
+    let node: Value =
+        serde_json::from_slice(&std::fs::read("test_data/node-large.json").unwrap()).unwrap();
+    let table = Table::default().with(get("v1", "Node", None, "node-1"), node);
+    let payload =
+        serde_json::to_vec(&json!({"request": request("binding.json"), "settings": settings}))
+            .unwrap();
+    time("evaluate", &mut || {
+        let response = crate::evaluate(&payload, &table, &table);
+        assert!(response.mutated_object.is_some());
+    });
+    let default =
+        serde_json::to_vec(&json!({"request": request("binding.json"), "settings": {}})).unwrap();
+    time("evaluate, default settings", &mut || {
+        crate::evaluate(&default, &table, &table);
+    });
+}

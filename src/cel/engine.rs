@@ -6,6 +6,7 @@
 //! one request: expressions are parsed when first needed, and only those
 //! the request reaches (a request the rules do not match parses none).
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,7 @@ use super::matching::{self, RequestInfo};
 use super::program::{self, Compiled};
 use super::values::{from_json, to_json};
 use super::{CelPolicy, apply};
+use crate::admission::AdmissionRequest;
 use crate::cluster::{CachedCluster, Read};
 use crate::kyverno::field_paths::{Reach, field_masks};
 use crate::kyverno::resources::ResourceKind;
@@ -29,11 +31,45 @@ const MAX_READS: usize = 16;
 /// What one evaluation of CEL policies shares.
 pub struct CelRequest<'a> {
     pub info: &'a RequestInfo,
-    /// The admission request without `object` and `oldObject`.
-    pub request: &'a CelValue,
-    pub old_object: &'a CelValue,
+    pub admission: &'a AdmissionRequest<'a>,
+    /// The admission request without `object` and `oldObject`, made the
+    /// first time an expression reads `request`.
+    pub request: &'a OnceCell<CelValue>,
+    pub old_object: &'a OnceCell<CelValue>,
     pub kinds: &'a [ResourceKind],
     pub cluster: &'a CachedCluster<'a>,
+}
+
+impl CelRequest<'_> {
+    fn request(&self) -> CelValue {
+        self.request
+            .get_or_init(|| {
+                let mut fields = serde_json::Map::new();
+                for (name, value) in &self.admission.fields {
+                    let name: &str = name;
+                    if name == "object" || name == "oldObject" {
+                        continue;
+                    }
+                    if let Ok(value) = serde_json::from_str::<Value>(value.get()) {
+                        fields.insert(name.to_string(), value);
+                    }
+                }
+                from_json(&Value::Object(fields))
+            })
+            .clone()
+    }
+
+    fn old_object(&self) -> CelValue {
+        self.old_object
+            .get_or_init(|| {
+                self.admission
+                    .raw("oldObject")
+                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                    .map(|old| from_json(&old))
+                    .unwrap_or(CelValue::Null)
+            })
+            .clone()
+    }
 }
 
 pub enum CelResult {
@@ -218,17 +254,27 @@ impl<'a> Evaluation<'a> {
         request: &'a CelRequest<'a>,
         object: &Value,
     ) -> Result<Self, String> {
-        let env = Arc::new(environment::runtime_env(&policy.struct_names));
+        let env = Arc::new(environment::runtime_env(
+            &policy.struct_names,
+            policy.libraries,
+        ));
         let mut context = Context::with_env(env);
         bind(&mut context, "object", from_json(object))?;
-        bind(&mut context, "oldObject", request.old_object.clone())?;
-        bind(&mut context, "request", request.request.clone())?;
-        let params = policy
-            .params
-            .as_ref()
-            .map(from_json)
-            .unwrap_or(CelValue::Null);
-        bind(&mut context, "params", params)?;
+        // The rest only when some expression names it.
+        if policy.mentions("oldObject") {
+            bind(&mut context, "oldObject", request.old_object())?;
+        }
+        if policy.mentions("request") {
+            bind(&mut context, "request", request.request())?;
+        }
+        if policy.mentions("params") {
+            let params = policy
+                .params
+                .as_ref()
+                .map(from_json)
+                .unwrap_or(CelValue::Null);
+            bind(&mut context, "params", params)?;
+        }
         Ok(Evaluation {
             policy,
             request,

@@ -15,80 +15,149 @@ use super::values::from_json;
 use crate::cluster::{CachedCluster, Read};
 use crate::kyverno::resources::{ResourceKind, kind_of};
 
-/// What every evaluation's environment has, before the struct types.
-fn base_env() -> Env {
+/// The libraries an environment is given. Building an environment is most
+/// of what a small policy costs per request (policy-server starts every
+/// evaluation afresh): the standard library alone is ~19 µs natively, the
+/// strings, lists and math extensions another ~45 µs. So each is added only
+/// when a policy's expressions name one of its functions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Libraries {
+    pub strings: bool,
+    pub lists: bool,
+    pub math: bool,
+    pub jsonpatch: bool,
+    pub regex: bool,
+    pub resource: bool,
+}
+
+/// The functions of the crate's strings and lists extensions.
+const STRINGS: &[&str] = &[
+    "charAt",
+    "indexOf",
+    "lastIndexOf",
+    "join",
+    "lowerAscii",
+    "upperAscii",
+    "trim",
+    "replace",
+    "split",
+    "substring",
+    "format",
+    "quote",
+    "reverse",
+];
+const LISTS: &[&str] = &[
+    "slice", "flatten", "distinct", "reverse", "sort", "sortBy", "range",
+];
+
+impl Libraries {
+    /// What the expressions may call, from the identifiers in their text (a
+    /// name in a string literal only adds a library nothing calls).
+    pub fn for_sources<'s>(sources: impl IntoIterator<Item = &'s str>) -> Libraries {
+        let mut libraries = Libraries::default();
+        for source in sources {
+            for word in identifiers(source) {
+                libraries.strings |= STRINGS.contains(&word);
+                libraries.lists |= LISTS.contains(&word);
+                libraries.math |= word == "math";
+                libraries.jsonpatch |= word == "jsonpatch";
+                libraries.regex |= matches!(word, "matches" | "find" | "findAll");
+                libraries.resource |= word == "resource";
+            }
+        }
+        libraries
+    }
+}
+
+/// The identifier-like words of a text.
+pub fn identifiers(source: &str) -> impl Iterator<Item = &str> {
+    source
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|word| word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+}
+
+/// The environment an evaluation runs in: the standard library, the
+/// libraries asked for, and the struct types its expressions construct.
+pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env {
     let mut env = Env::stdlib();
     // The extensions and functions below are declared once each, in an
     // environment that starts empty of them: a clash is a bug found by the
     // first test, never by input.
-    let _ = env.add_extension(::cel::extensions::strings);
-    let _ = env.add_extension(::cel::extensions::lists);
-    let _ = env.add_extension(::cel::extensions::math);
-    let _ = env.add_overload(
-        "jsonpatch.escapeKey",
-        "jsonpatch.escapeKey(string)",
-        vec![::cel::common::types::STRING_TYPE.to_owned()],
-        escape_key,
-    );
-    // Regular expressions through regex-lite, already in the module: the
-    // crate's own `matches` (its `regex` feature) adds 0.95 MB.
+    if libraries.strings {
+        let _ = env.add_extension(::cel::extensions::strings);
+    }
+    if libraries.lists {
+        let _ = env.add_extension(::cel::extensions::lists);
+    }
+    if libraries.math {
+        let _ = env.add_extension(::cel::extensions::math);
+    }
     let string = || ::cel::common::types::STRING_TYPE.to_owned();
-    let _ = env.add_member_overload(
-        "matches",
-        "string.matches(string)",
-        string(),
-        vec![string()],
-        regex_matches,
-    );
-    let _ = env.add_overload(
-        "matches",
-        "matches(string,string)",
-        vec![string(), string()],
-        regex_matches,
-    );
-    let _ = env.add_member_overload(
-        "find",
-        "string.find(string)",
-        string(),
-        vec![string()],
-        regex_find,
-    );
-    let _ = env.add_member_overload(
-        "findAll",
-        "string.findAll(string)",
-        string(),
-        vec![string()],
-        regex_find_all,
-    );
-    for name in ["Get", "get"] {
-        let _ = env.add_member_overload(
-            name,
-            &format!("resource.{name}(string,string,string,string)"),
-            RESOURCE_TYPE.to_owned(),
-            (0..4)
-                .map(|_| ::cel::common::types::STRING_TYPE.to_owned())
-                .collect(),
-            resource_get,
+    if libraries.jsonpatch {
+        let _ = env.add_overload(
+            "jsonpatch.escapeKey",
+            "jsonpatch.escapeKey(string)",
+            vec![string()],
+            escape_key,
         );
     }
-    for name in ["List", "list"] {
+    if libraries.regex {
+        // Regular expressions through regex-lite, already in the module:
+        // the crate's own `matches` (its `regex` feature) adds 0.95 MB.
         let _ = env.add_member_overload(
-            name,
-            &format!("resource.{name}(string,string,string)"),
-            RESOURCE_TYPE.to_owned(),
-            (0..3)
-                .map(|_| ::cel::common::types::STRING_TYPE.to_owned())
-                .collect(),
-            resource_list,
+            "matches",
+            "string.matches(string)",
+            string(),
+            vec![string()],
+            regex_matches,
+        );
+        let _ = env.add_overload(
+            "matches",
+            "matches(string,string)",
+            vec![string(), string()],
+            regex_matches,
+        );
+        let _ = env.add_member_overload(
+            "find",
+            "string.find(string)",
+            string(),
+            vec![string()],
+            regex_find,
+        );
+        let _ = env.add_member_overload(
+            "findAll",
+            "string.findAll(string)",
+            string(),
+            vec![string()],
+            regex_find_all,
         );
     }
-    env
-}
-
-/// The environment an evaluation runs in, with the struct types its
-/// expressions construct.
-pub fn runtime_env(struct_names: &BTreeSet<String>) -> Env {
-    let mut env = base_env();
+    if libraries.resource {
+        for (name, id) in [
+            ("Get", "resource.Get(string,string,string,string)"),
+            ("get", "resource.get(string,string,string,string)"),
+        ] {
+            let _ = env.add_member_overload(
+                name,
+                id,
+                RESOURCE_TYPE.to_owned(),
+                (0..4).map(|_| string()).collect(),
+                resource_get,
+            );
+        }
+        for (name, id) in [
+            ("List", "resource.List(string,string,string)"),
+            ("list", "resource.list(string,string,string)"),
+        ] {
+            let _ = env.add_member_overload(
+                name,
+                id,
+                RESOURCE_TYPE.to_owned(),
+                (0..3).map(|_| string()).collect(),
+                resource_list,
+            );
+        }
+    }
     for name in struct_names {
         // A name that is not an identifier path is refused by the crate,
         // and an expression constructing it then fails by failurePolicy.
@@ -304,7 +373,7 @@ mod tests {
     fn eval(source: &str) -> Result<Value, ExecutionError> {
         let mut names = BTreeSet::new();
         super::super::program::struct_names(source, &mut names);
-        let env = Arc::new(runtime_env(&names));
+        let env = Arc::new(runtime_env(&names, Libraries::for_sources([source])));
         let compiled = super::super::program::compile(source, "e").unwrap();
         let context = ::cel::Context::with_env(env);
         context.resolve(&compiled.expression)

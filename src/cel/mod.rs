@@ -62,6 +62,10 @@ pub struct CelPolicy {
     pub autogen: Vec<String>,
     /// Struct types the expressions construct.
     pub struct_names: BTreeSet<String>,
+    /// The libraries the expressions may call.
+    pub libraries: environment::Libraries,
+    /// The identifiers in the expressions' text.
+    pub words: BTreeSet<String>,
 }
 
 /// Identifiers of libraries a Kubewarden policy cannot offer, with why.
@@ -80,7 +84,7 @@ const UNAVAILABLE: &[(&str, &str)] = &[
     ),
     (
         "authorizer",
-        "`authorizer` (Kubewarden's kubernetes/can_i) is not supported by this version",
+        "`authorizer` (through Kubewarden's can-i host capability) is not supported by this version",
     ),
 ];
 
@@ -264,7 +268,7 @@ impl CelPolicy {
             };
             program::struct_names(&expression.expression, &mut struct_names);
         }
-        let policy = CelPolicy {
+        let mut policy = CelPolicy {
             kind,
             name: name.unwrap_or_default(),
             at: at.to_string(),
@@ -274,11 +278,34 @@ impl CelPolicy {
             namespace,
             autogen,
             struct_names,
+            libraries: environment::Libraries::default(),
+            words: BTreeSet::new(),
         };
+        let sources: Vec<&str> = policy.expressions().into_iter().map(|(_, s)| s).collect();
+        let libraries = environment::Libraries::for_sources(sources.iter().copied());
+        let words = sources
+            .iter()
+            .flat_map(|source| environment::identifiers(source))
+            .filter(|word| {
+                matches!(
+                    *word,
+                    "request" | "oldObject" | "params" | "namespaceObject"
+                )
+            })
+            .map(str::to_string)
+            .collect();
+        policy.libraries = libraries;
+        policy.words = words;
         if checks == Checks::Full {
             policy.check_expressions()?;
         }
         Ok(policy)
+    }
+
+    /// Whether an expression's text names this context identifier
+    /// (`request`, `oldObject`, `params`, `namespaceObject`).
+    pub fn mentions(&self, identifier: &str) -> bool {
+        self.words.contains(identifier)
     }
 
     /// Every expression with its path in the settings, in evaluation order.

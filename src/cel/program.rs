@@ -22,9 +22,69 @@ pub const MAX_EXPRESSION_BYTES: usize = 10_000;
 /// `deep_nesting_is_refused_before_parsing`).
 pub const MAX_NESTING: usize = 32;
 
+/// Deepest expression tree accepted. Brackets are bounded by
+/// [`MAX_NESTING`], but a chain of operators (`1 + 1 + ... + 1`) nests
+/// without them, and evaluating recurses once per level: this keeps that
+/// within the module's stack (the e2e case `cel_deepest_chain_runs`).
+pub const MAX_DEPTH: usize = 100;
+
+/// The depth of an expression tree, counted up to just past [`MAX_DEPTH`].
+fn depth(expr: &IdedExpr, at: usize) -> usize {
+    if at > MAX_DEPTH {
+        return at;
+    }
+    let below = |e: &IdedExpr| depth(e, at + 1);
+    let entries = |entries: &[::cel::common::ast::IdedEntryExpr]| {
+        entries
+            .iter()
+            .map(|entry| match &entry.expr {
+                EntryExpr::StructField(field) => below(&field.value),
+                EntryExpr::MapEntry(e) => below(&e.key).max(below(&e.value)),
+            })
+            .max()
+            .unwrap_or(at)
+    };
+    match &expr.expr {
+        Expr::Select(select) => below(&select.operand),
+        Expr::Call(call) => call
+            .target
+            .iter()
+            .map(|t| below(t))
+            .chain(call.args.iter().map(below))
+            .max()
+            .unwrap_or(at),
+        Expr::Comprehension(c) => [
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]
+        .into_iter()
+        .map(below)
+        .max()
+        .unwrap_or(at),
+        Expr::List(list) => list.elements.iter().map(below).max().unwrap_or(at),
+        Expr::Map(map) => entries(&map.entries),
+        Expr::Struct(structure) => entries(&structure.entries),
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => at,
+    }
+}
+
 /// Most nodes an expression may parse into (a list literal of 10,000
 /// elements is refused).
 pub const MAX_NODES: usize = 5_000;
+
+/// Most loop iterations an expression's comprehensions (`map`, `filter`,
+/// `all`, `exists`...) may be estimated to make, nested ones multiplied:
+/// policy-server gives an evaluation 2 s, and a runaway comprehension is
+/// refused at load rather than cut off then.
+pub const MAX_ITERATIONS: u64 = 2_000_000;
+
+/// What a comprehension over a list that is not a literal (a field of the
+/// object, a read) is assumed to iterate: Kubernetes' own estimates assume
+/// lists bounded by their schema; a Pod's lists are far shorter.
+const ASSUMED_LIST_SIZE: u64 = 1_000;
 
 /// A parsed expression and what it reads.
 pub struct Compiled {
@@ -84,6 +144,17 @@ pub fn compile(source: &str, at: &str) -> Result<Compiled, String> {
             None => format!("{at}: does not parse"),
         }
     })?;
+    if depth(&expression, 0) > MAX_DEPTH {
+        return Err(format!(
+            "{at}: operations nested more than {MAX_DEPTH} deep; the evaluator recurses once per level"
+        ));
+    }
+    let iterations = iterations(&expression, 0);
+    if iterations > MAX_ITERATIONS {
+        return Err(format!(
+            "{at}: its comprehensions may loop {iterations} times (a list that is not a literal counts as {ASSUMED_LIST_SIZE} items); at most {MAX_ITERATIONS} are allowed"
+        ));
+    }
     let mut compiled = Compiled {
         expression,
         variables: BTreeSet::new(),
@@ -134,6 +205,48 @@ fn too_deep(source: &str) -> Option<(usize, usize)> {
         }
     }
     None
+}
+
+/// An estimate of how many times the expression's comprehensions loop.
+fn iterations(expr: &IdedExpr, depth: usize) -> u64 {
+    if depth > 4 * MAX_NESTING + 64 {
+        return u64::MAX;
+    }
+    let depth = depth + 1;
+    let sum = |exprs: &mut dyn Iterator<Item = &IdedExpr>| {
+        exprs.fold(0u64, |total, e| total.saturating_add(iterations(e, depth)))
+    };
+    match &expr.expr {
+        Expr::Comprehension(c) => {
+            let size = match &c.iter_range.expr {
+                Expr::List(list) => list.elements.len() as u64,
+                Expr::Map(map) => map.entries.len() as u64,
+                _ => ASSUMED_LIST_SIZE,
+            };
+            let body = sum(&mut [&c.loop_cond, &c.loop_step].into_iter());
+            size.saturating_mul(body.saturating_add(1))
+                .saturating_add(sum(
+                    &mut [&c.iter_range, &c.accu_init, &c.result].into_iter()
+                ))
+        }
+        Expr::Select(select) => iterations(&select.operand, depth),
+        Expr::Call(call) => sum(&mut call.target.iter().map(|t| &**t).chain(&call.args)),
+        Expr::List(list) => sum(&mut list.elements.iter()),
+        Expr::Map(map) => entries_iterations(&map.entries, depth),
+        Expr::Struct(structure) => entries_iterations(&structure.entries, depth),
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => 0,
+    }
+}
+
+fn entries_iterations(entries: &[::cel::common::ast::IdedEntryExpr], depth: usize) -> u64 {
+    entries.iter().fold(0u64, |total, entry| {
+        let inner = match &entry.expr {
+            EntryExpr::StructField(field) => iterations(&field.value, depth),
+            EntryExpr::MapEntry(map_entry) => iterations(&map_entry.key, depth)
+                .saturating_add(iterations(&map_entry.value, depth)),
+        };
+        total.saturating_add(inner)
+    })
 }
 
 struct Reads<'r> {
@@ -341,6 +454,38 @@ mod tests {
         assert!(compile(&fine, "e").is_ok());
         let list = format!("{}1{}", "[".repeat(MAX_NESTING), "]".repeat(MAX_NESTING));
         assert!(compile(&list, "e").is_ok());
+    }
+
+    #[test]
+    fn long_operator_chains_are_refused() {
+        let chain = |n: usize| vec!["1"; n].join("+");
+        let err = compile(&chain(500), "e").err().unwrap_or_default();
+        assert!(
+            err.contains("operations nested more than 100 deep"),
+            "{err}"
+        );
+        assert!(compile(&chain(MAX_DEPTH), "e").is_ok());
+        // A wide list is not deep.
+        assert!(compile(&format!("[{}]", vec!["1"; 2000].join(",")), "e").is_ok());
+    }
+
+    #[test]
+    fn runaway_comprehensions_are_refused() {
+        // Two nested loops over object lists: 1,000 x 1,000, allowed.
+        assert!(compile("object.a.all(x, object.b.exists(y, x == y))", "e").is_ok());
+        // Three: refused, with the estimate.
+        let err = compile(
+            "object.a.all(x, object.b.all(y, object.c.exists(z, x == y && y == z)))",
+            "e",
+        )
+        .err()
+        .unwrap_or_default();
+        assert!(
+            err.contains("may loop") && err.contains("at most 2000000"),
+            "{err}"
+        );
+        // Literal lists count as what they hold.
+        assert!(compile("[1, 2, 3].map(x, [4, 5].map(y, x * y))", "e").is_ok());
     }
 
     #[test]

@@ -269,6 +269,12 @@ fn main() -> Result<()> {
             "g. Kyverno mutate-pod-binding, realistic 19 KB Node",
             kyverno_mutate_pod_binding(),
         )?,
+        large_node_scenario(
+            "i. MutatingPolicy (CEL) doing mutate-pod-binding, realistic 19 KB Node",
+            serde_json::from_slice(&std::fs::read(repo(
+                "test_data/kyverno-mutating-policy-binding.json",
+            ))?)?,
+        )?,
         Scenario {
             request: serde_json::from_slice(&std::fs::read(repo(
                 "test_data/pod-without-node-name.json",
