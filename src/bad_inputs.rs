@@ -719,9 +719,9 @@ fn catalog() -> Vec<Case> {
         },
         Case {
             when: "CEL comprehensions nest into a runaway loop",
-            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: its comprehensions may loop 1001001001000 times (a list that is not a literal counts as 1000 items); at most 2000000 are allowed\"",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: its comprehensions may loop 101010100 times (a list that is not a literal counts as 100 items); at most 10000000 are allowed\"",
             answer: SettingsRefused(
-                "its comprehensions may loop 1001001001000 times (a list that is not a literal counts as 1000 items); at most 2000000 are allowed",
+                "its comprehensions may loop 101010100 times (a list that is not a literal counts as 100 items); at most 10000000 are allowed",
             ),
             run: || {
                 settings_case(&cel_policy(

@@ -230,6 +230,24 @@ fn mistakes_are_refused_at_load_with_the_path() {
         "jsonPatch": {"expression": "http.Get('https://example.com')"}}]}),
     );
     assert!(msg.contains("uses `http`"), "{msg}");
+    let msg = with(
+        json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
+        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: image('nginx').registry()}]"}}]}),
+    );
+    assert!(
+        msg.contains("uses `image`: Kyverno's image library is not supported"),
+        "{msg}"
+    );
+    let msg = with(
+        json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
+        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: resource.Post('v1', 'x', {})}]"}}]}),
+    );
+    assert!(msg.contains("uses `resource.Post`"), "{msg}");
+    // A variable that happens to be called `image` is no library call.
+    let ok = crate::check_settings(&serde_json::to_vec(&mutating_policy(json!({"matchConstraints": binding_rules(),
+        "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression":
+            "object.metadata.?labels.orValue({}).map(image, [JSONPatch{op: 'add', path: '/a', value: image}])[0]"}}]}))).unwrap());
+    assert!(ok.valid, "{:?}", ok.message);
     let msg = with(json!({"mutations": []}));
     assert!(
         msg.starts_with("settings.spec.matchConstraints: required"),

@@ -28,6 +28,8 @@ pub struct Libraries {
     pub jsonpatch: bool,
     pub regex: bool,
     pub resource: bool,
+    /// Kubernetes' lists library (`indexOf`, `lastIndexOf` on lists).
+    pub kubernetes_lists: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -63,6 +65,7 @@ impl Libraries {
                 libraries.jsonpatch |= word == "jsonpatch";
                 libraries.regex |= matches!(word, "matches" | "find" | "findAll");
                 libraries.resource |= word == "resource";
+                libraries.kubernetes_lists |= matches!(word, "indexOf" | "lastIndexOf");
             }
         }
         libraries
@@ -130,6 +133,24 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
             string(),
             vec![string()],
             regex_find_all,
+        );
+    }
+    if libraries.kubernetes_lists {
+        let any = || ::cel::common::types::DYN_TYPE.to_owned();
+        let list = || ::cel::common::types::LIST_TYPE.to_owned();
+        let _ = env.add_member_overload(
+            "indexOf",
+            "list.indexOf(dyn)",
+            list(),
+            vec![any()],
+            list_index_of,
+        );
+        let _ = env.add_member_overload(
+            "lastIndexOf",
+            "list.lastIndexOf(dyn)",
+            list(),
+            vec![any()],
+            list_last_index_of,
         );
     }
     if libraries.resource {
@@ -242,6 +263,42 @@ fn regex_find_all<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, E
         .map(|m| Value::from(m.as_str()))
         .collect();
     Box::<dyn Val>::try_from(Value::List(Arc::new(found))).map(CowVal::Owned)
+}
+
+/// Kubernetes' `list.indexOf(x)`: the first position of `x`, or -1.
+fn list_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    list_position(args, "indexOf", false)
+}
+
+/// Kubernetes' `list.lastIndexOf(x)`: the last position of `x`, or -1.
+fn list_last_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    list_position(args, "lastIndexOf", true)
+}
+
+fn list_position<'b, 'v>(
+    args: Vec<CowVal<'b, 'v>>,
+    function: &str,
+    last: bool,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let (Some(list), Some(wanted)) = (args.first(), args.get(1)) else {
+        return Err(ExecutionError::invalid_argument_count(2, args.len()));
+    };
+    let Some(items) = list.as_iterable() else {
+        return Err(ExecutionError::function_error(function, "not a list"));
+    };
+    let mut found: i64 = -1;
+    let mut items = items.iter();
+    let mut index: i64 = 0;
+    while let Some(item) = items.next() {
+        if item.equals(wanted.as_ref()) {
+            found = index;
+            if !last {
+                break;
+            }
+        }
+        index += 1;
+    }
+    Ok(CowVal::owned(::cel::common::types::CelInt::from(found)))
 }
 
 static RESOURCE_TYPE: Type = Type::new_unspecified_type("kyverno.resource");
@@ -400,6 +457,18 @@ mod tests {
             ])))
         );
         assert!(eval("'a'.matches('(')").is_err());
+    }
+
+    #[test]
+    fn lists_index_as_in_kubernetes() {
+        assert_eq!(eval("[1, 2, 1].indexOf(1)"), Ok(Value::Int(0)));
+        assert_eq!(eval("[1, 2, 1].lastIndexOf(1)"), Ok(Value::Int(2)));
+        assert_eq!(eval("['a'].indexOf('b')"), Ok(Value::Int(-1)));
+        assert_eq!(eval("'abc'.indexOf('c')"), Ok(Value::Int(2)));
+        assert_eq!(
+            eval("[{'name': 'x'}, {'name': 'y'}].map(c, c.name).indexOf('y')"),
+            Ok(Value::Int(1))
+        );
     }
 
     #[test]

@@ -68,8 +68,42 @@ pub struct CelPolicy {
     pub words: BTreeSet<String>,
 }
 
-/// Identifiers of libraries a Kubewarden policy cannot offer, with why.
+/// Libraries a Kubewarden policy cannot offer, or this version does not,
+/// with why: found where an expression calls into them (`http.Get(...)`,
+/// `image(...)`).
 const UNAVAILABLE: &[(&str, &str)] = &[
+    (
+        "image",
+        "Kyverno's image library is not supported by this version",
+    ),
+    (
+        "regex",
+        "Kyverno's regex library is not supported by this version (`matches`, `find` and `findAll` are)",
+    ),
+    (
+        "json",
+        "Kyverno's json library is not supported by this version",
+    ),
+    (
+        "yaml",
+        "Kyverno's yaml library is not supported by this version",
+    ),
+    (
+        "time",
+        "Kyverno's time library is not supported by this version",
+    ),
+    (
+        "hash",
+        "Kyverno's hash library is not supported by this version",
+    ),
+    (
+        "gzip",
+        "Kyverno's gzip library is not supported by this version",
+    ),
+    (
+        "x509",
+        "Kyverno's x509 library is not supported by this version",
+    ),
     (
         "http",
         "Kyverno's http library calls endpoints from the policy; a Kubewarden policy has no host capability for arbitrary HTTP",
@@ -231,10 +265,19 @@ impl CelPolicy {
             .and_then(|a| a.pod_controllers.as_ref())
         {
             for (i, controller) in controllers.controllers.iter().enumerate() {
-                let name = controller.as_str();
+                // Kyverno's CEL policies name controllers by resource
+                // (`deployments`); its ClusterPolicy annotation by kind.
+                let name = AUTOGEN_DEFAULT
+                    .iter()
+                    .find(|kind| {
+                        controller.eq_ignore_ascii_case(kind)
+                            || controller.eq_ignore_ascii_case(&format!("{kind}s"))
+                    })
+                    .copied()
+                    .unwrap_or(controller.as_str());
                 if !AUTOGEN_DEFAULT.contains(&name) {
                     return Err(format!(
-                        "{spec_at}.autogen.podControllers.controllers[{i}]: {name:?} is not a Pod controller (one of {})",
+                        "{spec_at}.autogen.podControllers.controllers[{i}]: {name:?} is not a Pod controller (one of {}, or their resources: deployments, cronjobs...)",
                         AUTOGEN_DEFAULT.join(", ")
                     ));
                 }
@@ -363,9 +406,25 @@ impl CelPolicy {
                     ));
                 }
             }
-            for (identifier, why) in UNAVAILABLE {
-                if compiled.identifiers.contains(*identifier) {
-                    return Err(format!("{at}: uses `{identifier}`: {why}"));
+            for (library, why) in UNAVAILABLE {
+                if compiled.libraries.contains(*library) {
+                    return Err(format!("{at}: uses `{library}`: {why}"));
+                }
+            }
+            if compiled.libraries.contains("resource") {
+                // Of Kyverno's resource library, reads only.
+                if let Some(call) = source.split("resource.").skip(1).find(|rest| {
+                    !["Get(", "get(", "List(", "list("]
+                        .iter()
+                        .any(|f| rest.starts_with(f))
+                }) {
+                    let name: String = call
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric())
+                        .collect();
+                    return Err(format!(
+                        "{at}: uses `resource.{name}`: of Kyverno's resource library, this version runs Get and List (reads through Kubewarden's host capabilities)"
+                    ));
                 }
             }
             if compiled.identifiers.contains("params") && self.spec.param_kind.is_none() {
