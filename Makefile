@@ -117,7 +117,11 @@ many-nodes:
 
 # Ten minutes at a fixed rate over 2,000 Nodes, after a minute's warm-up
 # (LONG_ARGS: --rate 100 --minutes 10 --nodes 2000): RSS every 10 s, p99 of the
-# first and last minute, errors, Node reads. Needs policy-server and kwctl.
+# first and last minute, errors, Node reads; per minute p50, p99 and the CPU
+# seconds of policy-server, of the stub API server and of anything else on the
+# machine. LONG_ARGS="--policy annotated-floor.wasm" runs the floor policy
+# instead (make load-test builds it), to tell the policy's drift from the
+# harness's. Needs policy-server and kwctl.
 long-run:
 	@if ! command -v policy-server >/dev/null || ! command -v kwctl >/dev/null; then \
 		echo "long run: SKIPPED (policy-server and kwctl are needed on PATH)"; exit 0; fi; \
