@@ -11,11 +11,22 @@ how long a binding waits; whether other requests on the same policy-server (a
 Pod, another policy, a binding to a healthy Node) still answer; the same when
 the client gives up after the webhook's timeoutSeconds; with more workers; on
 a policy-server of its own; how long until bindings are answered again.
+Then, against that reproduction of today's hang, the recommended setup as a
+whole, read from examples/dedicated-policy-server.yaml (its PolicyServer's
+workers and replicas, its ClusterAdmissionPolicy's timeoutSeconds,
+failurePolicy, timeoutEvalSeconds and settings): bindings at 1 and at 5 a second,
+Pods under this policy and Pods under another policy (on a policy-server of
+its own) sent throughout, first with the API server healthy, then hanging.
 
-Exits 1 when policy-server crashes or a fault gets an answer other than the
-one docs/operations.md documents for it. SKIPPED without policy-server.
+Exits 1 when policy-server crashes, a fault gets an answer other than the
+one docs/operations.md documents for it, or the recommended setup misses the
+issue's target: the other policy at its healthy latency (p99 at most twice
+its healthy p99 plus 2 ms, no request over 1 s) and no binding or Pod under
+this policy waiting past the webhook's timeoutSeconds (then failurePolicy
+Ignore admits it without the metadata) or rejected. SKIPPED without
+policy-server; the recommended setup SKIPPED without PyYAML.
 
-Usage: fault_test.py --policy A.wasm --baseline B.wasm [--hang S]
+Usage: fault_test.py --policy A.wasm --baseline B.wasm [--hang S] [--hang-only]
 """
 import argparse
 import base64
@@ -101,6 +112,172 @@ def concurrently(calls):
     return results
 
 
+EXAMPLE = os.path.join(harness.ROOT, "examples", "dedicated-policy-server.yaml")
+
+
+def recommended_setup():
+    """What the scenario takes from examples/dedicated-policy-server.yaml, or None without PyYAML."""
+    try:
+        import yaml
+    except ImportError:
+        return None
+    with open(EXAMPLE) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    server = next(d for d in docs if d["kind"] == "PolicyServer")
+    policy = next(d for d in docs if d["kind"] == "ClusterAdmissionPolicy"
+                  and d["spec"].get("policyServer") == server["metadata"]["name"])
+    env = {e["name"]: e.get("value") for e in server["spec"].get("env", [])}
+    spec = policy["spec"]
+    return {
+        "workers": int(env["KUBEWARDEN_WORKERS"]),
+        "replicas": int(server["spec"].get("replicas", 1)),
+        # Kubernetes' defaults for a webhook; Kubewarden's for failurePolicy.
+        "timeoutSeconds": int(spec.get("timeoutSeconds", 10)),
+        "failurePolicy": spec.get("failurePolicy", "Fail"),
+        "timeoutEvalSeconds": spec.get("timeoutEvalSeconds"),
+        "settings": spec.get("settings") or {},
+    }
+
+
+def summary(times):
+    return (f"p50 {statistics.median(times) * 1000:.1f} ms, p99 {percentile(times, 0.99) * 1000:.1f} ms, "
+            f"max {max(times) * 1000:.1f} ms ({len(times)} requests)") if times else "no requests"
+
+
+def paced(calls, every, seconds, out):
+    """Sends calls(i) every `every` seconds for `seconds`, each in a thread of
+    its own (a slow answer does not delay the next); appends (sent at, seconds,
+    answer) to out. Returns the threads."""
+    threads, start = [], time.monotonic()
+    for i in range(int(seconds / every)):
+        delay = start + i * every - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+        def run(call=calls(i), sent=time.monotonic() - start):
+            out.append((sent, *timed_post(*call)))
+        threads.append(threading.Thread(target=run))
+        threads[-1].start()
+    return threads
+
+
+def recommended_scenario(setup, start, processes, stub, policies, hang):
+    """The recommended setup while the API server hangs, at a binding rate its
+    workers absorb and at one they do not; the failures (empty when the
+    target is met)."""
+    failures = []
+    timeout = setup["timeoutSeconds"]
+    print(f"\nThe recommended setup, from examples/dedicated-policy-server.yaml: this policy on "
+          f"{setup['replicas']} policy-server replicas of its own with {setup['workers']} workers each, "
+          f"timeoutEvalSeconds {setup['timeoutEvalSeconds']}, settings {json.dumps(setup['settings'])}; the "
+          f"webhook's timeoutSeconds {timeout} (every client below gives up then, as the API server does) "
+          f"and failurePolicy {setup['failurePolicy']}; the other policy on a policy-server of its own "
+          f"(2 workers). Each binding, and each Pod under this policy, goes to the next replica in turn.")
+    if setup["failurePolicy"] != "Ignore":
+        failures.append(f"the example's failurePolicy is {setup['failurePolicy']}: a webhook timeout rejects "
+                        "the binding instead of binding the Pod without the metadata")
+    # A binding the client gave up on frees its worker; until then it holds
+    # one. 1/s holds fewer than the workers; 5/s holds more.
+    workers = setup["workers"] * setup["replicas"]
+    for rate in (1, 5):
+        print(f"- {rate} binding(s) a second, {rate * timeout} held at once at most against {workers} workers:")
+        first = len(processes)
+        failures.extend(f"{rate}/s: {f}" for f in recommended_run(setup, start, stub, policies, hang, rate))
+        harness.stop(processes[first:])
+        del processes[first:]
+    print("recommended setup: " + ("target met: the other policy at its healthy latency, every binding and Pod "
+                                   f"under this policy answered or let through within timeoutSeconds ({timeout} s)"
+                                   if not failures else "target NOT met"))
+    return failures
+
+
+def recommended_run(setup, start, stub, policies, hang, rate):
+    failures = []
+    timeout = setup["timeoutSeconds"]
+    entry = dict(harness.entry(policies["default"]["module"], setup["settings"]))
+    if setup["timeoutEvalSeconds"] is not None:
+        entry["timeoutEvalSeconds"] = setup["timeoutEvalSeconds"]
+    replicas = [start(f"recommended-{rate}-{r}", workers=setup["workers"], served={"node-metadata": entry})
+                for r in range(setup["replicas"])]
+    other, other_server = start(f"recommended-{rate}-other", served={"do-nothing": policies["do-nothing"]})
+    servers = [p for _, p in replicas] + [other_server]
+    pod = harness.review("pod-without-node-name.json")
+
+    def this(i, body):  # the webhook Service spreads requests over the replicas
+        return (f"{replicas[i % len(replicas)][0]}/validate/node-metadata", body, timeout)
+
+    def phase(node_prefix, seconds):
+        """Bindings at `rate`, Pods under this policy 2/s, Pods under the other policy 10/s, for `seconds`."""
+        out = {"bindings": [], "pods": [], "other": []}
+        stamp = f"{time.monotonic():.0f}"
+        threads = []
+        streams = [
+            ("bindings", lambda i: this(i, binding(f"{node_prefix}{stamp}-{i}")), 1.0 / rate),
+            ("pods", lambda i: this(i, pod), 0.5),
+            ("other", lambda i: (f"{other}/validate/do-nothing", pod, timeout), 0.1),
+        ]
+        runners = [threading.Thread(target=lambda k=k, c=c, e=e: threads.extend(paced(c, e, seconds, out[k])))
+                   for k, c, e in streams]
+        for r in runners:
+            r.start()
+        for r in runners:
+            r.join()
+        for t in list(threads):
+            t.join(timeout=timeout + 10)
+        return out
+
+    healthy = phase("ok-", 10)
+    got = sorted({verdict(a) for _, _, a in healthy["bindings"]})
+    print(f"    API server healthy, 10 s: bindings {summary([t for _, t, _ in healthy['bindings']])}: {got}")
+    if got != ["allowed, metadata added"]:
+        failures.append(f"API server healthy: bindings answered {got}")
+    for key, what in (("pods", "Pods, this policy"), ("other", "Pods, the other policy")):
+        print(f"      {what}: {summary([t for _, t, _ in healthy[key]])}")
+
+    before = harness.node_reads(stub)
+    set_fault(stub, mode="hang", seconds=hang, prefix="hang-")
+    stuck = phase("hang-", 25)
+    # The scheduler's wait is what the webhook call took, at most timeoutSeconds;
+    # no answer by then is failurePolicy Ignore: the Pod is bound without the metadata.
+    waits = [t for _, t, _ in stuck["bindings"]]
+    gave_up = [(s, a) for s, _, a in stuck["bindings"] if isinstance(a, str)]
+    answered = sorted({verdict(a) for _, _, a in stuck["bindings"] if not isinstance(a, str)})
+    print(f"    API server hanging (each Node read held {hang:.0f} s), 25 s of traffic:")
+    print(f"      bindings (the scheduler's wait): {summary(waits)}; {len(gave_up)} of {len(waits)} "
+          f"without answer within {timeout} s, so bound without the metadata (failurePolicy "
+          f"{setup['failurePolicy']}); answered in time: {answered or 'none'}")
+    pods = stuck["pods"]
+    late = sorted(s for s, _, a in pods if isinstance(a, str))
+    print(f"      Pods, this policy: {summary([t for _, t, _ in pods])}; {len(late)} of {len(pods)} without "
+          f"answer within {timeout} s" + (f" (the first sent {late[0]:.0f} s into the hang)" if late else ""))
+    other_healthy = [t for _, t, _ in healthy["other"]]
+    other_hang = [t for _, t, _ in stuck["other"]]
+    print(f"      Pods, the other policy: {summary(other_hang)} (healthy, same run: {summary(other_healthy)})")
+    set_fault(stub)
+    recovered = time.monotonic()
+    s, a = timed_post(*this(1, binding(f"after-{recovered:.0f}"))[:2], hang * 2 + 10)
+    reads = harness.node_reads(stub) - before
+    alive = all(p.poll() is None for p in servers)
+    print(f"      once the API server answers again: a binding to a new Node {s:.2f} s, {verdict(a)[:60]}; "
+          f"Node reads received since the hang began: {reads} for {len(waits) + 1} bindings; "
+          f"policy-servers {'up' if alive else 'DOWN'}")
+
+    if not alive:
+        failures.append("a policy-server exited")
+    limit = timeout + 0.5  # the client's own timer on top of timeoutSeconds
+    if max(waits, default=0) > limit or any(a.startswith("rejected") for a in answered):
+        failures.append(f"a binding waited {max(waits):.1f} s (limit {timeout} s) or was rejected: {answered}")
+    pod_answers = sorted({verdict(a) for _, _, a in pods if not isinstance(a, str)})
+    if max((t for _, t, _ in pods), default=0) > limit or any(a.startswith("rejected") for a in pod_answers):
+        failures.append(f"a Pod under this policy waited past {timeout} s or was rejected: {pod_answers}")
+    p99_limit = 2 * percentile(other_healthy, 0.99) + 0.002
+    if percentile(other_hang, 0.99) > p99_limit or max(other_hang) > 1.0 or \
+            any(isinstance(a, str) for _, _, a in stuck["other"]):
+        failures.append(f"the other policy's p99 {percentile(other_hang, 0.99) * 1000:.1f} ms "
+                        f"(limit {p99_limit * 1000:.1f} ms) or max {max(other_hang):.2f} s (limit 1 s)")
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--policy", required=True)
@@ -108,6 +285,8 @@ def main():
     ap.add_argument("--hang", type=float, default=35.0,
                     help="seconds the hanging API server holds a read (above the webhook's 30 s maximum)")
     ap.add_argument("--bindings", type=int, default=20, help="bindings per fault")
+    ap.add_argument("--hang-only", action="store_true",
+                    help="only the hanging API server (part 3) and the recommended setup (part 4)")
     args = ap.parse_args()
     # SIGTERM (timeout, make interrupted) still runs the finally below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -170,9 +349,10 @@ def main():
             ("flapping (every other read 500)", {"mode": "flap"}, "either"),
             ("connection refused (API server down)", {"mode": "down"}, "no metadata"),
         ]
-        print("\n| settings | fault | answer | bindings | p50 s | p99 s | max s | Node reads per binding |")
-        print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
-        for settings in ("default", "fail", "kyverno", "patient"):
+        if not args.hang_only:
+            print("\n| settings | fault | answer | bindings | p50 s | p99 s | max s | Node reads per binding |")
+            print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+        for settings in () if args.hang_only else ("default", "fail", "kyverno", "patient"):
             for label, fault, expect in faults:
                 if settings == "patient" and fault["mode"] != "delay":
                     continue
@@ -218,7 +398,7 @@ def main():
         # failing: answers are cached 5 s, errors are not.
         rate, seconds = 50, 6
         print()
-        for mode, what in (("ok", "healthy"), ("500", "answering 500")):
+        for mode, what in () if args.hang_only else (("ok", "healthy"), ("500", "answering 500")):
             set_fault(stub, mode=mode)
             before = harness.node_reads(stub)
             start_t = time.monotonic()
@@ -285,6 +465,13 @@ def main():
         hang_scenario("8 workers, 4 hanging bindings", 4, args.hang + 10, workers=8)
         hang_scenario("this policy on a policy-server of its own, 4 hanging bindings; the other policy on "
                       "another policy-server", 4, args.hang + 10, dedicated=True)
+
+        # Part 4. The recommended setup as a whole, against the reproduction above.
+        setup = recommended_setup()
+        if setup is None:
+            print("\nrecommended setup: SKIPPED (PyYAML is needed to read examples/dedicated-policy-server.yaml)")
+        else:
+            failures.extend(recommended_scenario(setup, start, processes, stub, policies, args.hang))
 
         print("\nfault test: " + ("every fault got its documented answer, no policy-server crash" if not failures
                                   else "FAILED:\n  " + "\n  ".join(failures)))

@@ -7,11 +7,20 @@ policy-server's RSS every 10 s and checks the issue's targets: RSS grows at
 most 10 % after warm-up, the last minute's p99 within 20 % of the first
 minute's after warm-up, no errors, at most one Node read per Node per 5 s.
 
+To tell where a drift comes from, it also prints, per minute: p50 and p99,
+the CPU seconds policy-server, the stub API server and every other process
+on the machine used (from /proc: a run with other work on the machine shows
+it), and the garbage-collection pauses of this sender process (Python's gc
+callbacks). Run it with the floor policy (--policy annotated-floor.wasm: only
+the Node read) to compare with this policy under the same harness.
+
 Usage: long_run.py --policy ANNOTATED.wasm [--rate 100] [--minutes 10]
                    [--warmup 60] [--nodes 2000]
 """
 import argparse
+import gc
 import http.client
+import os
 import json
 import queue
 import shutil
@@ -27,6 +36,41 @@ import harness
 def p99(values):
     values = sorted(values)
     return values[int(0.99 * (len(values) - 1))] if values else float("nan")
+
+
+def cpu_seconds(pid):
+    """user + system CPU seconds the process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds():
+    """CPU seconds the whole machine has spent busy so far (all but idle and iowait)."""
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_sample(server, stub_pid):
+    """(policy-server, stub API server, everything else on the machine) CPU seconds so far."""
+    ours = cpu_seconds(server.pid), cpu_seconds(stub_pid)
+    return (*ours, machine_busy_seconds() - sum(ours) - cpu_seconds(os.getpid()))
+
+
+class GcPauses:
+    """This process's garbage-collection pauses: (start, seconds, generation)."""
+
+    def __init__(self):
+        self.pauses, self.started = [], None
+        gc.callbacks.append(self.callback)
+
+    def callback(self, phase, info):
+        now = time.monotonic()
+        if phase == "start":
+            self.started = now
+        elif self.started is not None:
+            self.pauses.append((self.started, now - self.started, info["generation"]))
 
 
 def main():
@@ -48,6 +92,8 @@ def main():
             print("long run: the stub or policy-server did not start")
             return 1
         stub, base, server = started
+        stub_pid = processes[0].pid
+        pauses = GcPauses()
         review = json.loads(harness.review("binding-large-node.json"))
         host, port = base.rsplit("/", 1)[1].split(":")
         jobs = queue.Queue()
@@ -79,6 +125,7 @@ def main():
         total = args.warmup + int(args.minutes * 60)
         start = time.monotonic()
         rss = []
+        cpu = []  # (time, policy-server CPU s, stub CPU s, other processes' CPU s), every 10 s
         reads_at_warmup = None
         next_sample = start
         for i in range(total * args.rate):
@@ -86,6 +133,7 @@ def main():
             now = time.monotonic()
             if now >= next_sample:
                 rss.append((now - start, harness.rss_kib(server.pid)))
+                cpu.append((now - start, *cpu_sample(server, stub_pid)))
                 next_sample += 10
                 if reads_at_warmup is None and now - start >= args.warmup:
                     reads_at_warmup = harness.node_reads(stub)
@@ -93,6 +141,7 @@ def main():
                 time.sleep(scheduled - now)
             review["request"]["object"]["target"]["name"] = f"node-{i % args.nodes}"
             jobs.put((scheduled, json.dumps(review)))
+        cpu.append((time.monotonic() - start, *cpu_sample(server, stub_pid)))
         for _ in threads:
             jobs.put(None)
         for t in threads:
@@ -112,6 +161,18 @@ def main():
         print(f"RSS growth after warm-up (max over first sample): {growth:.1%} (target at most 10%)")
         print(f"p99 first minute after warm-up {p99(first) * 1000:.1f} ms, last minute {p99(last) * 1000:.1f} ms "
               f"(target within 20%)")
+        print("per minute after warm-up: p50 ms, p99 ms, CPU s of policy-server, of the stub API server and of "
+              "every other process on the machine (not this sender), GC pauses of this sender (count, longest "
+              "ms, total ms)")
+        for m in range(int(args.minutes)):
+            lo, hi = args.warmup + 60 * m, args.warmup + 60 * (m + 1)
+            times = sorted(r[1] for r in after if lo <= r[0] - start < hi)
+            span = [c for c in cpu if lo <= c[0] <= hi + 1]
+            used = [f"{span[-1][k] - span[0][k]:.1f}" if len(span) > 1 else "?" for k in (1, 2, 3)]
+            gcs = [d for t, d, _ in pauses.pauses if lo <= t - start < hi]
+            print(f"  minute {m + 1}: p50 {times[len(times) // 2] * 1000 if times else float('nan'):.1f}, "
+                  f"p99 {p99(times) * 1000:.1f}, policy-server {used[0]} s, stub {used[1]} s, other {used[2]} s, "
+                  f"GC {len(gcs)} / {max(gcs, default=0) * 1000:.1f} / {sum(gcs) * 1000:.1f}")
         print(f"Node reads after warm-up: {reads} (at most {allowed_reads:.0f}: one per Node per 5 s)")
         met = errors == 0 and growth <= 0.10 and p99(last) <= 1.2 * p99(first) and reads <= allowed_reads
         print("long run: " + ("targets met" if met else "targets NOT met"))
