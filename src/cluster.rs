@@ -12,7 +12,7 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 use jmespath::Rcvar;
 use serde::de::DeserializeSeed;
 
-use crate::kyverno::field_paths::{Pruned, Reach};
+use crate::kyverno::field_paths::{Pruned, PrunedJson, Reach};
 
 use crate::node_lookup::host_error_cause;
 
@@ -171,6 +171,17 @@ impl<'c> CachedCluster<'c> {
     pub fn read_json(&self, read: &Read) -> Result<serde_json::Value, String> {
         match &*self.answer(read) {
             Ok(answer) => serde_json::from_slice(&answer.bytes).map_err(not_json),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// The answer as JSON, keeping inside objects only what `reach` takes
+    /// (CEL policies: see [`PrunedJson`]).
+    pub fn read_json_reach(&self, read: &Read, reach: &Reach) -> Result<serde_json::Value, String> {
+        match &*self.answer(read) {
+            Ok(answer) => PrunedJson(reach)
+                .deserialize(&mut serde_json::Deserializer::from_slice(&answer.bytes))
+                .map_err(not_json),
             Err(e) => Err(e.clone()),
         }
     }

@@ -15,6 +15,7 @@ use ::cel::common::value::Val;
 use ::cel::{Context, Value as CelValue};
 use serde_json::Value;
 
+use super::direct::{self, Direct};
 use super::environment::{self, READ_PENDING, ResourceCall, ResourceLibrary};
 use super::matching::{self, RequestInfo};
 use super::program::{self, Compiled};
@@ -123,7 +124,7 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
     if !matching::object_selected(constraints, Some(&subject)) {
         return Ok(CelResult::Skipped);
     }
-    let mut evaluation = Evaluation::new(policy, request, &subject)?;
+    let mut evaluation = Evaluation::new(policy, request, subject.clone());
     if constraints.namespace_selector.is_some() && !request.info.namespace.is_empty() {
         let namespace = evaluation.namespace()?;
         if !matching::namespace_selected(constraints, Some(&namespace)) {
@@ -133,7 +134,13 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
     let spec_at = format!("{}.spec", policy.at);
     for (i, condition) in policy.spec.match_conditions.iter().enumerate() {
         let at = format!("{spec_at}.matchConditions[{i}]");
-        match evaluation.evaluate(&at, &condition.expression)? {
+        let value = match evaluation.evaluate(&at, &condition.expression)? {
+            Evaluated::Json(Value::Bool(b)) => CelValue::Bool(b),
+            // Anything else is reported as the crate types it.
+            Evaluated::Json(_) => evaluation.evaluate_with_crate(&at, &condition.expression)?,
+            Evaluated::Cel(value) => value,
+        };
+        match value {
             CelValue::Bool(true) => {}
             CelValue::Bool(false) => return Ok(CelResult::Skipped),
             other => {
@@ -159,8 +166,12 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
             (None, None) => continue,
         };
         let at = format!("{spec_at}.mutations[{i}].{field}.expression");
-        let result = evaluation.evaluate(&at, &expression.expression)?;
-        let result = to_json(&result).map_err(|why| format!("mutations[{i}]: {why}"))?;
+        let result = match evaluation.evaluate(&at, &expression.expression)? {
+            Evaluated::Json(result) => result,
+            Evaluated::Cel(result) => {
+                to_json(&result).map_err(|why| format!("mutations[{i}]: {why}"))?
+            }
+        };
         match field {
             "applyConfiguration" => {
                 if !result.is_object() {
@@ -179,7 +190,10 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
                     .map_err(|why| format!("mutations[{i}]: JSON Patch does not apply: {why}"))?;
             }
         }
-        evaluation.set_object(&current)?;
+        // Later mutations see the object as this one left it.
+        if i + 1 < policy.spec.mutations.len() {
+            evaluation.set_object(&current)?;
+        }
     }
     let mutated = match template {
         Some(pointer) => {
@@ -226,18 +240,56 @@ fn describe(error: &::cel::ExecutionError) -> String {
     }
 }
 
-/// One policy's evaluation: its context, the variables computed so far, and
-/// the host's answers.
+/// What an expression gave: JSON from the direct evaluator, or a value of
+/// the `cel` crate.
+enum Evaluated {
+    Json(Value),
+    Cel(CelValue),
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests compare the direct evaluator with the crate by turning it off.
+    pub static CRATE_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn direct_enabled() -> bool {
+    #[cfg(test)]
+    {
+        !CRATE_ONLY.with(std::cell::Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        true
+    }
+}
+
+/// One policy's evaluation: the object, the variables computed so far, the
+/// host's answers, and, once an expression needs it, the `cel` crate's
+/// context.
 struct Evaluation<'a> {
     policy: &'a CelPolicy,
     request: &'a CelRequest<'a>,
-    context: Context<'static, 'static>,
+    object: Rc<Value>,
+    /// Built the first time the direct evaluator leaves an expression to the
+    /// crate: building the crate's environment is most of what a small
+    /// policy would cost otherwise.
+    context: Option<Context<'static, 'static>>,
     compiled: BTreeMap<String, Rc<Compiled>>,
+    /// The crate's values of the variables computed so far.
     variables: BTreeMap<String, Result<CelValue, String>>,
-    answers: BTreeMap<ResourceCall, Result<CelValue, String>>,
-    namespace: Option<Value>,
+    /// The direct evaluator's; `None`: left to the crate.
+    direct_variables: BTreeMap<String, Option<Direct<'static>>>,
+    /// How deep variables being computed directly read other variables.
+    direct_depth: usize,
+    answers: BTreeMap<ResourceCall, Result<Value, String>>,
+    namespace: Option<Result<Value, String>>,
+    namespace_bound: bool,
     /// The host field masks for `resource.Get`, once worked out.
     masks: Option<Vec<String>>,
+    /// The field paths of what `resource.Get` reads that any expression
+    /// reads (`None`: whole objects); answers are decoded only that far.
+    reach: Option<Vec<Vec<String>>>,
 }
 
 fn bind(context: &mut Context, name: &str, value: CelValue) -> Result<(), String> {
@@ -249,59 +301,76 @@ fn bind(context: &mut Context, name: &str, value: CelValue) -> Result<(), String
 }
 
 impl<'a> Evaluation<'a> {
-    fn new(
-        policy: &'a CelPolicy,
-        request: &'a CelRequest<'a>,
-        object: &Value,
-    ) -> Result<Self, String> {
-        let env = Arc::new(environment::runtime_env(
-            &policy.struct_names,
-            policy.libraries,
-        ));
-        let mut context = Context::with_env(env);
-        bind(&mut context, "object", from_json(object))?;
-        // The rest only when some expression names it.
-        if policy.mentions("oldObject") {
-            bind(&mut context, "oldObject", request.old_object())?;
-        }
-        if policy.mentions("request") {
-            bind(&mut context, "request", request.request())?;
-        }
-        if policy.mentions("params") {
-            let params = policy
-                .params
-                .as_ref()
-                .map(from_json)
-                .unwrap_or(CelValue::Null);
-            bind(&mut context, "params", params)?;
-        }
-        Ok(Evaluation {
+    fn new(policy: &'a CelPolicy, request: &'a CelRequest<'a>, object: Value) -> Self {
+        Evaluation {
             policy,
             request,
-            context,
+            object: Rc::new(object),
+            context: None,
             compiled: BTreeMap::new(),
             variables: BTreeMap::new(),
+            direct_variables: BTreeMap::new(),
+            direct_depth: 0,
             answers: BTreeMap::new(),
             namespace: None,
+            namespace_bound: false,
             masks: None,
-        })
+            reach: None,
+        }
+    }
+
+    /// The crate's context, made on first use.
+    fn context(&mut self) -> Result<&mut Context<'static, 'static>, String> {
+        if self.context.is_none() {
+            let env = Arc::new(environment::runtime_env(
+                &self.policy.struct_names,
+                self.policy.libraries,
+            ));
+            let mut context = Context::with_env(env);
+            bind(&mut context, "object", from_json(&self.object))?;
+            // The rest only when some expression names it.
+            if self.policy.mentions("oldObject") {
+                bind(&mut context, "oldObject", self.request.old_object())?;
+            }
+            if self.policy.mentions("request") {
+                bind(&mut context, "request", self.request.request())?;
+            }
+            if self.policy.mentions("params") {
+                let params = self
+                    .policy
+                    .params
+                    .as_ref()
+                    .map(from_json)
+                    .unwrap_or(CelValue::Null);
+                bind(&mut context, "params", params)?;
+            }
+            self.context = Some(context);
+        }
+        self.context
+            .as_mut()
+            .ok_or_else(|| "no CEL context".to_string())
     }
 
     /// The object changed: later expressions see it, and variables are
     /// computed again from it.
     fn set_object(&mut self, object: &Value) -> Result<(), String> {
         self.variables.clear();
-        bind(&mut self.context, "object", from_json(object))
+        self.direct_variables.clear();
+        self.object = Rc::new(object.clone());
+        match &mut self.context {
+            Some(context) => bind(context, "object", from_json(object)),
+            None => Ok(()),
+        }
     }
 
     /// The request's Namespace, read once through the host.
     fn namespace(&mut self) -> Result<Value, String> {
         if let Some(namespace) = &self.namespace {
-            return Ok(namespace.clone());
+            return namespace.clone();
         }
         let name = &self.request.info.namespace;
         let namespace = if name.is_empty() {
-            Value::Null
+            Ok(Value::Null)
         } else {
             self.request
                 .cluster
@@ -312,10 +381,10 @@ impl<'a> Evaluation<'a> {
                     name: name.clone(),
                     field_masks: Vec::new(),
                 })
-                .map_err(|why| format!("cannot read Namespace {name:?}: {why}"))?
+                .map_err(|why| format!("cannot read Namespace {name:?}: {why}"))
         };
         self.namespace = Some(namespace.clone());
-        Ok(namespace)
+        namespace
     }
 
     fn compile(&mut self, at: &str, source: &str) -> Result<Rc<Compiled>, String> {
@@ -327,18 +396,47 @@ impl<'a> Evaluation<'a> {
         Ok(compiled)
     }
 
-    /// Evaluates the expression at `at`, with the variables and context it
-    /// reads made ready first.
-    fn evaluate(&mut self, at: &str, source: &str) -> Result<CelValue, String> {
+    /// Evaluates the expression at `at`: directly over JSON where the
+    /// direct evaluator can, otherwise by the crate, with the variables and
+    /// context it reads made ready first.
+    fn evaluate(&mut self, at: &str, source: &str) -> Result<Evaluated, String> {
         let compiled = self.compile(at, source)?;
-        self.prepare(&compiled, 0)?;
-        self.execute(&compiled)
+        if let Some(value) = self.direct(&compiled) {
+            return Ok(Evaluated::Json(value));
+        }
+        self.evaluate_compiled(&compiled).map(Evaluated::Cel)
     }
 
+    /// Evaluates the expression at `at` by the crate alone.
+    fn evaluate_with_crate(&mut self, at: &str, source: &str) -> Result<CelValue, String> {
+        let compiled = self.compile(at, source)?;
+        self.evaluate_compiled(&compiled)
+    }
+
+    fn evaluate_compiled(&mut self, compiled: &Compiled) -> Result<CelValue, String> {
+        self.prepare(compiled, 0)?;
+        self.execute(compiled)
+    }
+
+    /// The direct evaluator's JSON answer, when it has one.
+    fn direct(&mut self, compiled: &Compiled) -> Option<Value> {
+        if !direct_enabled() {
+            return None;
+        }
+        let object = self.object.clone();
+        match direct::evaluate(&compiled.expression, &object, self) {
+            Ok(Direct::Json(value)) => Some(value.into_owned()),
+            _ => None,
+        }
+    }
+
+    /// The crate's context ready for `compiled`: `namespaceObject` and the
+    /// variables it reads.
     fn prepare(&mut self, compiled: &Compiled, depth: usize) -> Result<(), String> {
-        if compiled.identifiers.contains("namespaceObject") && self.namespace.is_none() {
-            let namespace = self.namespace()?;
-            bind(&mut self.context, "namespaceObject", from_json(&namespace))?;
+        if compiled.identifiers.contains("namespaceObject") && !self.namespace_bound {
+            let namespace = from_json(&self.namespace()?);
+            bind(self.context()?, "namespaceObject", namespace)?;
+            self.namespace_bound = true;
         }
         let wanted: BTreeSet<String> = compiled
             .variables
@@ -354,18 +452,7 @@ impl<'a> Evaluation<'a> {
             return Err("variables refer to each other in a cycle".to_string());
         }
         for name in wanted {
-            let Some((i, variable)) = self
-                .policy
-                .spec
-                .variables
-                .iter()
-                .enumerate()
-                .find(|(_, v)| v.name == name)
-            else {
-                return Err(format!("variables.{name} is not declared"));
-            };
-            let at = format!("{}.spec.variables[{i}].expression", self.policy.at);
-            let own = self.compile(&at, &variable.expression)?;
+            let (_, own) = self.variable_expression(&name)?;
             self.prepare(&own, depth + 1)?;
             // A failure is named by the variable where it happened; those
             // reading it carry that name on.
@@ -381,6 +468,23 @@ impl<'a> Evaluation<'a> {
         self.bind_variables()
     }
 
+    /// The declared variable `name`, parsed.
+    fn variable_expression(&mut self, name: &str) -> Result<(String, Rc<Compiled>), String> {
+        let Some((i, variable)) = self
+            .policy
+            .spec
+            .variables
+            .iter()
+            .enumerate()
+            .find(|(_, v)| v.name == name)
+        else {
+            return Err(format!("variables.{name} is not declared"));
+        };
+        let at = format!("{}.spec.variables[{i}].expression", self.policy.at);
+        let compiled = self.compile(&at, &variable.expression)?;
+        Ok((at, compiled))
+    }
+
     fn bind_variables(&mut self) -> Result<(), String> {
         let mut computed = std::collections::HashMap::new();
         for (name, value) in &self.variables {
@@ -389,7 +493,7 @@ impl<'a> Evaluation<'a> {
             }
         }
         bind(
-            &mut self.context,
+            self.context()?,
             "variables",
             CelValue::Map(::cel::objects::Map {
                 map: Arc::new(computed),
@@ -437,16 +541,47 @@ impl<'a> Evaluation<'a> {
             Vec::new()
         } else {
             let mut reach = Reach::Fields(Vec::new());
-            for path in paths {
+            for path in &paths {
                 reach.take(path.iter().map(String::as_str));
             }
             field_masks(&reach)
         };
+        self.reach = (!whole).then(|| paths.into_iter().cloned().collect());
         self.masks = Some(masks.clone());
         Ok(masks)
     }
 
-    /// Runs a parsed expression, making the host reads it asks for.
+    /// The host's answer to `call`, read once per evaluation.
+    fn read(&mut self, call: ResourceCall) -> Result<Value, String> {
+        if let Some(answer) = self.answers.get(&call) {
+            return answer.clone();
+        }
+        if self.answers.len() >= MAX_READS {
+            return Err(format!(
+                "more than {MAX_READS} resource reads in one evaluation"
+            ));
+        }
+        let masks = self.field_masks()?;
+        let reach = self.reach.as_ref().map(|paths| {
+            let mut reach = Reach::Fields(Vec::new());
+            for path in paths {
+                reach.take(path.iter().map(String::as_str));
+            }
+            reach
+        });
+        let answer = environment::read(
+            &call,
+            &masks,
+            reach.as_ref(),
+            self.request.kinds,
+            self.request.cluster,
+        );
+        self.answers.insert(call, answer.clone());
+        answer
+    }
+
+    /// Runs a parsed expression by the crate, making the host reads it asks
+    /// for.
     fn execute(&mut self, compiled: &Compiled) -> Result<CelValue, String> {
         // A variable that failed fails what reads it, with its own error.
         for name in &compiled.variables {
@@ -455,13 +590,23 @@ impl<'a> Evaluation<'a> {
             }
         }
         loop {
+            let answers = self
+                .answers
+                .iter()
+                .map(|(call, answer)| {
+                    (
+                        call.clone(),
+                        answer.as_ref().map(from_json).map_err(Clone::clone),
+                    )
+                })
+                .collect();
             let library = ResourceLibrary {
-                answers: Arc::new(self.answers.clone()),
+                answers: Arc::new(answers),
                 wanted: Arc::new(Mutex::new(Vec::new())),
             };
-            self.context
-                .add_variable_as_val("resource", Box::new(library.clone()));
-            let error = match self.context.resolve(&compiled.expression) {
+            let context = self.context()?;
+            context.add_variable_as_val("resource", Box::new(library.clone()));
+            let error = match context.resolve(&compiled.expression) {
                 Ok(value) => return Ok(value),
                 Err(error) => error,
             };
@@ -475,16 +620,58 @@ impl<'a> Evaluation<'a> {
                 return Err(describe(&error));
             }
             for call in wanted {
-                if self.answers.len() >= MAX_READS {
-                    return Err(format!(
-                        "more than {MAX_READS} resource reads in one evaluation"
-                    ));
+                // A failed read is kept as the call's answer; a read not
+                // made (too many) ends the evaluation.
+                if let Err(why) = self.read(call.clone())
+                    && !self.answers.contains_key(&call)
+                {
+                    return Err(why);
                 }
-                let masks = self.field_masks()?;
-                let answer =
-                    environment::read(&call, &masks, self.request.kinds, self.request.cluster);
-                self.answers.insert(call, answer);
             }
         }
+    }
+}
+
+impl direct::Names for Evaluation<'_> {
+    fn identifier(&mut self, name: &str) -> Option<Value> {
+        match name {
+            "oldObject" => self
+                .request
+                .admission
+                .raw("oldObject")
+                .map(|raw| serde_json::from_str(raw.get()).ok())
+                .unwrap_or(Some(Value::Null)),
+            "params" => Some(self.policy.params.clone().unwrap_or(Value::Null)),
+            "namespaceObject" => self.namespace().ok(),
+            _ => None,
+        }
+    }
+
+    fn variable(&mut self, name: &str) -> Option<Direct<'static>> {
+        if let Some(value) = self.direct_variables.get(name) {
+            return value.clone();
+        }
+        // Variables read variables; a cycle is left to the crate to report.
+        if self.direct_depth > self.policy.spec.variables.len() {
+            return None;
+        }
+        let (_, compiled) = self.variable_expression(name).ok()?;
+        self.direct_depth += 1;
+        let object = self.object.clone();
+        let value = direct::evaluate(&compiled.expression, &object, self)
+            .ok()
+            .map(Direct::into_owned);
+        self.direct_depth -= 1;
+        self.direct_variables
+            .insert(name.to_string(), value.clone());
+        value
+    }
+
+    fn read(&mut self, call: ResourceCall) -> Option<Value> {
+        Evaluation::read(self, call).ok()
+    }
+
+    fn is_struct(&self, name: &str) -> bool {
+        self.policy.struct_names.contains(name)
     }
 }

@@ -11,8 +11,8 @@ use ::cel::common::types::{CelString, Type};
 use ::cel::common::value::{CowVal, StaticVal, Val};
 use ::cel::{Env, ExecutionError, StructType, Value};
 
-use super::values::from_json;
 use crate::cluster::{CachedCluster, Read};
+use crate::kyverno::field_paths::Reach;
 use crate::kyverno::resources::{ResourceKind, kind_of};
 
 /// The libraries an environment is given. Building an environment is most
@@ -203,7 +203,16 @@ impl StructType for ObjectType {
     ) -> Result<Box<dyn Val + 'v>, ExecutionError> {
         let mut value = ::cel::common::types::CelStruct::new(self.0.name().to_owned());
         for (name, field) in fields {
-            value.add_field_value(name, field);
+            // `?field: optional`: set when the optional holds a value,
+            // left out when not. The crate hands the optional itself here.
+            match field.downcast_ref::<::cel::common::types::CelOptional>() {
+                Some(optional) => {
+                    if let Some(inner) = optional.inner() {
+                        value.add_field_value(name, CowVal::Owned(inner.clone_as_boxed()));
+                    }
+                }
+                None => value.add_field_value(name, field),
+            }
         }
         Ok(Box::new(value))
     }
@@ -383,13 +392,14 @@ fn resource_list<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Ex
     resource_call(args, "resource.List", false)
 }
 
-/// Makes one read through the host and gives its answer as CEL sees it.
+/// Makes one read through the host and gives its answer.
 pub fn read(
     call: &ResourceCall,
     masks: &[String],
+    reach: Option<&Reach>,
     kinds: &[ResourceKind],
     cluster: &CachedCluster,
-) -> Result<Value, String> {
+) -> Result<serde_json::Value, String> {
     let group = call
         .api_version
         .rsplit_once('/')
@@ -418,8 +428,10 @@ pub fn read(
             field_selector: None,
         },
     };
-    let answer = cluster.read_json(&request)?;
-    Ok(from_json(&answer))
+    match (reach, &request) {
+        (Some(reach), Read::Get { .. }) => cluster.read_json_reach(&request, reach),
+        _ => cluster.read_json(&request),
+    }
 }
 
 #[cfg(test)]

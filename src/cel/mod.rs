@@ -13,6 +13,7 @@ use crate::settings::{AUTOGEN_DEFAULT, Checks, FailurePolicy};
 pub mod apply;
 #[cfg(test)]
 mod conformance;
+mod direct;
 pub mod engine;
 pub mod environment;
 pub mod matching;

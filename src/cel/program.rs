@@ -135,11 +135,16 @@ pub fn compile(source: &str, at: &str) -> Result<Compiled, String> {
             "{at}: line {line}, column {column}: brackets nested more than {MAX_NESTING} deep"
         ));
     }
-    let parser = PrattParser::new()
-        .enable_optional_syntax(true)
-        .max_recursion_depth(MAX_NESTING as u16 * 2)
-        .max_expression_node_count(MAX_NODES);
-    let expression = parser.parse(source).map_err(|errors| {
+    // One parser for every expression of an evaluation: making one is a
+    // sixth of what parsing a short expression costs.
+    thread_local! {
+        static PARSER: PrattParser = PrattParser::new()
+            .enable_optional_syntax(true)
+            .max_recursion_depth(MAX_NESTING as u16 * 2)
+            .max_expression_node_count(MAX_NODES);
+    }
+    let parsed = PARSER.with(|parser| parser.clone().parse(source));
+    let expression = parsed.map_err(|errors| {
         let first = errors.errors.first();
         match first {
             Some(error) => format!(
@@ -263,12 +268,19 @@ struct Reads<'r> {
     libraries: &'r mut BTreeSet<String>,
 }
 
-/// A field selection, plain (`a.b`, `has(a.b)`) or optional (`a.?b`): its
-/// operand and field.
+/// A field selection, plain (`a.b`, `has(a.b)`) or optional (`a.?b`), or an
+/// index by a string literal (`m["k"]`, `m[?"k"]`): its operand and field.
 fn selection(expr: &IdedExpr) -> Option<(&IdedExpr, &str)> {
+    use ::cel::common::ast::operators::{INDEX, OPT_INDEX, OPT_SELECT};
     match &expr.expr {
         Expr::Select(select) => Some((&select.operand, select.field.as_str())),
-        Expr::Call(call) if call.func_name == ::cel::common::ast::operators::OPT_SELECT => {
+        // `m["key"]` and `m[?"key"]` read one field of a map, as `m.key`.
+        Expr::Call(call)
+            if call.target.is_none()
+                && (call.func_name == OPT_SELECT
+                    || call.func_name == INDEX
+                    || call.func_name == OPT_INDEX) =>
+        {
             match call.args.as_slice() {
                 [operand, field] => match &field.expr {
                     Expr::Literal(::cel::common::ast::LiteralValue::String(name)) => {
@@ -533,7 +545,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             c.uses.variable_paths.get("node"),
-            Some(&vec![vec!["metadata".to_string(), "labels".to_string()]])
+            Some(&vec![
+                ["metadata", "labels", "a"].map(String::from).to_vec()
+            ])
         );
         assert_eq!(
             c.uses.get_paths,

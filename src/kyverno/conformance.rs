@@ -142,7 +142,25 @@ pub(crate) fn run_on(request: Value, settings: Value, table: &Table) -> Validati
     let verdict = crate::check_settings(&serde_json::to_vec(&settings).unwrap());
     assert!(verdict.valid, "settings refused: {:?}", verdict.message);
     let payload = serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap();
-    crate::evaluate(&payload, table, table)
+    let (reads, masks) = (table.reads.borrow().len(), table.masks.borrow().len());
+    let response = crate::evaluate(&payload, table, table);
+    // CEL policies: the `cel` crate alone must answer the same, with the
+    // same reads (the direct evaluator only ever saves it work).
+    let copy = Table {
+        answers: table.answers.clone(),
+        ..Table::default()
+    };
+    crate::cel::engine::CRATE_ONLY.with(|only| only.set(true));
+    let by_crate = crate::evaluate(&payload, &copy, &copy);
+    crate::cel::engine::CRATE_ONLY.with(|only| only.set(false));
+    assert_eq!(
+        serde_json::to_value(&by_crate).unwrap(),
+        serde_json::to_value(&response).unwrap(),
+        "the cel crate alone answers otherwise"
+    );
+    assert_eq!(copy.reads.borrow()[..], table.reads.borrow()[reads..]);
+    assert_eq!(copy.masks.borrow()[..], table.masks.borrow()[masks..]);
+    response
 }
 
 pub(crate) fn run(file: &str, settings: Value) -> ValidationResponse {

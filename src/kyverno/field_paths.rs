@@ -197,6 +197,77 @@ impl<'de> Visitor<'de> for FieldsVisitor<'_, '_> {
     }
 }
 
+/// Decodes a JSON document keeping, inside objects, only the fields a
+/// [`Reach`] takes; anything else (a list, a string where the reach expects
+/// an object) is kept whole, as CEL tells those apart from a missing field.
+pub struct PrunedJson<'r, 'e>(pub &'r Reach<'e>);
+
+impl<'de> DeserializeSeed<'de> for PrunedJson<'_, '_> {
+    type Value = serde_json::Value;
+
+    fn deserialize<D: Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<serde_json::Value, D::Error> {
+        match self.0 {
+            Reach::Whole => serde_json::Value::deserialize(deserializer),
+            Reach::Fields(fields) => deserializer.deserialize_any(JsonFieldsVisitor(fields)),
+        }
+    }
+}
+
+struct JsonFieldsVisitor<'r, 'e>(&'r [(&'e str, Reach<'e>)]);
+
+impl<'de> Visitor<'de> for JsonFieldsVisitor<'_, '_> {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<serde_json::Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(found) = map.next_key_seed(FieldName(self.0))? {
+            match found.and_then(|index| self.0.get(index)) {
+                Some((name, reach)) => {
+                    let value = map.next_value_seed(PrunedJson(reach))?;
+                    object.insert((*name).to_string(), value);
+                }
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(serde_json::Value::Object(object))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<serde_json::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<serde_json::Value>()? {
+            items.push(item);
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<serde_json::Value, E> {
+        Ok(n.into())
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<serde_json::Value, E> {
+        Ok(n.into())
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Number::from_f64(n).map_or(serde_json::Value::Null, Into::into))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::String(s.to_string()))
+    }
+    fn visit_unit<E>(self) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+}
+
 /// A key, as the index of the wanted field it names (compared without
 /// allocating a string for it).
 struct FieldName<'r, 'e>(&'r [(&'e str, Reach<'e>)]);
