@@ -124,7 +124,7 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
     if !matching::object_selected(constraints, Some(&subject)) {
         return Ok(CelResult::Skipped);
     }
-    let mut evaluation = Evaluation::new(policy, request, subject.clone());
+    let mut evaluation = Evaluation::new(policy, request, subject);
     if constraints.namespace_selector.is_some() && !request.info.namespace.is_empty() {
         let namespace = evaluation.namespace()?;
         if !matching::namespace_selected(constraints, Some(&namespace)) {
@@ -152,7 +152,6 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
             }
         }
     }
-    let mut current = subject;
     let schema = apply::has_schema(
         object
             .get("apiVersion")
@@ -166,12 +165,16 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
             (None, None) => continue,
         };
         let at = format!("{spec_at}.mutations[{i}].{field}.expression");
-        let result = match evaluation.evaluate(&at, &expression.expression)? {
+        evaluation.in_mutation = true;
+        let result = evaluation.evaluate(&at, &expression.expression);
+        evaluation.in_mutation = false;
+        let result = match result? {
             Evaluated::Json(result) => result,
             Evaluated::Cel(result) => {
                 to_json(&result).map_err(|why| format!("mutations[{i}]: {why}"))?
             }
         };
+        let mut current = evaluation.take_object();
         match field {
             "applyConfiguration" => {
                 if !result.is_object() {
@@ -190,11 +193,10 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
                     .map_err(|why| format!("mutations[{i}]: JSON Patch does not apply: {why}"))?;
             }
         }
-        // Later mutations see the object as this one left it.
-        if i + 1 < policy.spec.mutations.len() {
-            evaluation.set_object(&current)?;
-        }
+        // Later expressions see the object as this mutation left it.
+        evaluation.set_object(current, i + 1 < policy.spec.mutations.len())?;
     }
+    let current = evaluation.take_object();
     let mutated = match template {
         Some(pointer) => {
             let mut whole = object.clone();
@@ -282,6 +284,9 @@ struct Evaluation<'a> {
     direct_variables: BTreeMap<String, Option<Direct<'static>>>,
     /// How deep variables being computed directly read other variables.
     direct_depth: usize,
+    /// A mutation's own expression is being evaluated directly (not a
+    /// variable it reads).
+    in_mutation: bool,
     answers: BTreeMap<ResourceCall, Result<Value, String>>,
     namespace: Option<Result<Value, String>>,
     namespace_bound: bool,
@@ -311,6 +316,7 @@ impl<'a> Evaluation<'a> {
             variables: BTreeMap::new(),
             direct_variables: BTreeMap::new(),
             direct_depth: 0,
+            in_mutation: false,
             answers: BTreeMap::new(),
             namespace: None,
             namespace_bound: false,
@@ -323,8 +329,8 @@ impl<'a> Evaluation<'a> {
     fn context(&mut self) -> Result<&mut Context<'static, 'static>, String> {
         if self.context.is_none() {
             let env = Arc::new(environment::runtime_env(
-                &self.policy.struct_names,
-                self.policy.libraries,
+                self.policy.struct_names(),
+                self.policy.libraries(),
             ));
             let mut context = Context::with_env(env);
             bind(&mut context, "object", from_json(&self.object))?;
@@ -351,14 +357,23 @@ impl<'a> Evaluation<'a> {
             .ok_or_else(|| "no CEL context".to_string())
     }
 
-    /// The object changed: later expressions see it, and variables are
-    /// computed again from it.
-    fn set_object(&mut self, object: &Value) -> Result<(), String> {
+    /// The object, leaving null in its place: see [`Evaluation::set_object`].
+    fn take_object(&mut self) -> Value {
+        let object = std::mem::replace(&mut self.object, Rc::new(Value::Null));
+        Rc::try_unwrap(object).unwrap_or_else(|shared| (*shared).clone())
+    }
+
+    /// The object changed: later expressions see it (`more`: there are
+    /// any), and variables are computed again from it.
+    fn set_object(&mut self, object: Value, more: bool) -> Result<(), String> {
+        self.object = Rc::new(object);
+        if !more {
+            return Ok(());
+        }
         self.variables.clear();
         self.direct_variables.clear();
-        self.object = Rc::new(object.clone());
         match &mut self.context {
-            Some(context) => bind(context, "object", from_json(object)),
+            Some(context) => bind(context, "object", from_json(&self.object)),
             None => Ok(()),
         }
     }
@@ -657,10 +672,12 @@ impl direct::Names for Evaluation<'_> {
         }
         let (_, compiled) = self.variable_expression(name).ok()?;
         self.direct_depth += 1;
+        let in_mutation = std::mem::replace(&mut self.in_mutation, false);
         let object = self.object.clone();
         let value = direct::evaluate(&compiled.expression, &object, self)
             .ok()
             .map(Direct::into_owned);
+        self.in_mutation = in_mutation;
         self.direct_depth -= 1;
         self.direct_variables
             .insert(name.to_string(), value.clone());
@@ -672,6 +689,13 @@ impl direct::Names for Evaluation<'_> {
     }
 
     fn is_struct(&self, name: &str) -> bool {
-        self.policy.struct_names.contains(name)
+        // The crate knows the struct types named in the mutations' text; in
+        // a mutation's own expression, that is every one it constructs,
+        // without reading the text for them.
+        if self.in_mutation {
+            name == "JSONPatch" || name == "Object" || name.starts_with("Object.")
+        } else {
+            self.policy.struct_names().contains(name)
+        }
     }
 }

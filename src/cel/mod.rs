@@ -4,6 +4,7 @@
 //! every unsupported feature named); [`engine`] runs it over a request as one
 //! step of the pipeline.
 
+use std::cell::OnceCell;
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -61,12 +62,20 @@ pub struct CelPolicy {
     pub namespace: Option<String>,
     /// Pod mutations also run over these controllers' Pod templates.
     pub autogen: Vec<String>,
-    /// Struct types the expressions construct.
-    pub struct_names: BTreeSet<String>,
+    /// What the `cel` crate's environment needs, read from the expressions'
+    /// text the first time it is built: policies the direct evaluator runs
+    /// whole never need it (see `direct`).
+    derived: OnceCell<Derived>,
+}
+
+#[derive(Debug, Clone)]
+struct Derived {
+    /// Struct types the mutations construct.
+    struct_names: BTreeSet<String>,
     /// The libraries the expressions may call.
-    pub libraries: environment::Libraries,
-    /// The identifiers in the expressions' text.
-    pub words: BTreeSet<String>,
+    libraries: environment::Libraries,
+    /// The context identifiers named in the expressions' text.
+    words: BTreeSet<String>,
 }
 
 /// Libraries a Kubewarden policy cannot offer, or this version does not,
@@ -285,15 +294,14 @@ impl CelPolicy {
                 autogen.push(name.to_string());
             }
         }
-        let mut struct_names = BTreeSet::new();
         for (i, mutation) in spec.mutations.iter().enumerate() {
             let at = format!("{spec_at}.mutations[{i}]");
-            let expression = match (
+            match (
                 mutation.patch_type.as_str(),
                 &mutation.apply_configuration,
                 &mutation.json_patch,
             ) {
-                ("ApplyConfiguration", Some(e), None) | ("JSONPatch", None, Some(e)) => e,
+                ("ApplyConfiguration", Some(_), None) | ("JSONPatch", None, Some(_)) => {}
                 ("ApplyConfiguration", _, _) => {
                     return Err(format!(
                         "{at}: patchType ApplyConfiguration needs applyConfiguration, and no jsonPatch"
@@ -310,9 +318,8 @@ impl CelPolicy {
                     ));
                 }
             };
-            program::struct_names(&expression.expression, &mut struct_names);
         }
-        let mut policy = CelPolicy {
+        let policy = CelPolicy {
             kind,
             name: name.unwrap_or_default(),
             at: at.to_string(),
@@ -321,35 +328,59 @@ impl CelPolicy {
             params,
             namespace,
             autogen,
-            struct_names,
-            libraries: environment::Libraries::default(),
-            words: BTreeSet::new(),
+            derived: OnceCell::new(),
         };
-        let sources: Vec<&str> = policy.expressions().into_iter().map(|(_, s)| s).collect();
-        let libraries = environment::Libraries::for_sources(sources.iter().copied());
-        let words = sources
-            .iter()
-            .flat_map(|source| environment::identifiers(source))
-            .filter(|word| {
-                matches!(
-                    *word,
-                    "request" | "oldObject" | "params" | "namespaceObject"
-                )
-            })
-            .map(str::to_string)
-            .collect();
-        policy.libraries = libraries;
-        policy.words = words;
         if checks == Checks::Full {
             policy.check_expressions()?;
         }
         Ok(policy)
     }
 
+    fn derived(&self) -> &Derived {
+        self.derived.get_or_init(|| {
+            let sources: Vec<&str> = self.expressions().into_iter().map(|(_, s)| s).collect();
+            let mut struct_names = BTreeSet::new();
+            for mutation in &self.spec.mutations {
+                for expression in [&mutation.apply_configuration, &mutation.json_patch]
+                    .into_iter()
+                    .flatten()
+                {
+                    program::struct_names(&expression.expression, &mut struct_names);
+                }
+            }
+            let words = sources
+                .iter()
+                .flat_map(|source| environment::identifiers(source))
+                .filter(|word| {
+                    matches!(
+                        *word,
+                        "request" | "oldObject" | "params" | "namespaceObject"
+                    )
+                })
+                .map(str::to_string)
+                .collect();
+            Derived {
+                struct_names,
+                libraries: environment::Libraries::for_sources(sources.iter().copied()),
+                words,
+            }
+        })
+    }
+
+    /// Struct types the mutations construct (the crate knows only these).
+    pub fn struct_names(&self) -> &BTreeSet<String> {
+        &self.derived().struct_names
+    }
+
+    /// The libraries the expressions may call.
+    pub fn libraries(&self) -> environment::Libraries {
+        self.derived().libraries
+    }
+
     /// Whether an expression's text names this context identifier
     /// (`request`, `oldObject`, `params`, `namespaceObject`).
     pub fn mentions(&self, identifier: &str) -> bool {
-        self.words.contains(identifier)
+        self.derived().words.contains(identifier)
     }
 
     /// Every expression with its path in the settings, in evaluation order.
