@@ -43,6 +43,9 @@ pub struct ResultLine {
 struct TestFile {
     #[serde(default)]
     policies: Vec<String>,
+    /// Kyverno `PolicyException` files.
+    #[serde(default)]
+    exceptions: Vec<String>,
     #[serde(default)]
     resources: Vec<String>,
     #[serde(default)]
@@ -258,6 +261,15 @@ fn is_supported_policy(doc: &Value) -> bool {
             && kind_of(doc) == "MutatingAdmissionPolicy")
 }
 
+/// Whether a PolicyException names `policy` among its policyRefs.
+fn names_policy(exception: &Value, policy: &Value) -> bool {
+    exception["spec"]["policyRefs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|r| r["kind"] == policy["kind"] && r["name"] == policy["metadata"]["name"])
+}
+
 /// Policies that apply only in their own namespace.
 fn is_namespaced_policy(doc: &Value) -> bool {
     matches!(kind_of(doc), "Policy" | "NamespacedMutatingPolicy")
@@ -407,6 +419,9 @@ pub struct TestCluster {
     /// Kinds that are a subresource of another: (kind, parent resource,
     /// subresource), from the values file.
     subresources: Vec<(String, String, String)>,
+    /// The test's PolicyExceptions: each goes into the settings beside the
+    /// policies it names.
+    exceptions: Vec<Value>,
 }
 
 impl Capabilities for TestCluster {
@@ -500,6 +515,7 @@ fn test_cluster(values: &Values, policies: &[Value]) -> TestCluster {
                 ))
             })
             .collect(),
+        exceptions: Vec::new(),
     }
 }
 
@@ -533,6 +549,11 @@ fn apply_all(
             continue;
         }
         let mut settings = policy.clone();
+        let exceptions: Vec<&Value> = cluster
+            .exceptions
+            .iter()
+            .filter(|e| names_policy(e, policy))
+            .collect();
         if policy == last {
             before_last = current.clone();
             // A rule's own effect: the policy with that rule alone.
@@ -544,6 +565,11 @@ fn apply_all(
             ) {
                 rules.retain(|r| r["name"].as_str() == Some(rule));
             }
+        }
+        if !exceptions.is_empty() {
+            let mut documents = vec![settings];
+            documents.extend(exceptions.into_iter().cloned());
+            settings = json!({"policies": documents});
         }
         let verdict = module
             .validate_settings(&settings)
@@ -625,7 +651,11 @@ pub fn run_test(
         .filter(|p| is_supported_policy(p))
         .cloned()
         .collect();
-    let cluster = Arc::new(test_cluster(&values, &kyverno_policies));
+    let mut cluster = test_cluster(&values, &kyverno_policies);
+    for e in &spec.exceptions {
+        cluster.exceptions.extend(read_documents(&dir.join(e))?);
+    }
+    let cluster = Arc::new(cluster);
     let request_namespace = values
         .global_values
         .get("request.namespace")

@@ -358,3 +358,77 @@ fn cel_cost() {
         crate::evaluate(&default, &table, &table);
     });
 }
+
+fn exception(api_version: &str, spec: Value) -> Value {
+    json!({"apiVersion": api_version, "kind": "PolicyException",
+        "metadata": {"name": "exclude-dev"}, "spec": spec})
+}
+
+#[test]
+fn a_policy_exception_exempts_what_its_conditions_hold_for() {
+    // As kyverno/kyverno test/cli/test-mutating-policy/exceptions-mutate-deployment.
+    let settings = json!({"policies": [
+        zone_from_node(),
+        exception("policies.kyverno.io/v1alpha1", json!({
+            "policyRefs": [{"name": "m", "kind": "MutatingPolicy"}],
+            "matchConditions": [{"name": "not-dev",
+                "expression": "object.metadata.namespace != 'dev'"}]}))
+    ]});
+    let table = Table::cluster();
+    let response = run_on(request("binding.json"), settings.clone(), &table);
+    assert!(response.accepted && response.mutated_object.is_none());
+    assert!(table.reads().is_empty(), "exempt: the Node is not read");
+    let mut dev = request("binding.json");
+    dev["namespace"] = json!("dev");
+    dev["object"]["metadata"]["namespace"] = json!("dev");
+    let response = run_on(dev, settings, &Table::cluster());
+    assert_eq!(
+        annotations(&response),
+        json!({"topology.kubernetes.io/zone": "us-east-2a"})
+    );
+}
+
+#[test]
+fn policy_exceptions_are_checked_at_load() {
+    let with = |exception: Value| json!({"policies": [zone_from_node(), exception]});
+    let refs = json!([{"name": "m", "kind": "MutatingPolicy"}]);
+    let message = refused(with(exception(
+        "policies.kyverno.io/v1",
+        json!({"policyRefs": [{"name": "other", "kind": "MutatingPolicy"}]}),
+    )));
+    assert!(
+        message
+            .contains("settings.policies[1].spec.policyRefs[0]: no MutatingPolicy named \"other\""),
+        "{message}"
+    );
+    let message = refused(with(exception(
+        "policies.kyverno.io/v1",
+        json!({"policyRefs": refs, "expiresAt": "2026-05-01T00:00:00Z"}),
+    )));
+    assert!(
+        message.contains("spec.expiresAt: not supported"),
+        "{message}"
+    );
+    let message = refused(with(exception(
+        "kyverno.io/v2",
+        json!({"exceptions": [{"policyName": "p", "ruleNames": ["r"]}]}),
+    )));
+    assert!(
+        message.contains("settings.policies[1].apiVersion: \"kyverno.io/v2\"")
+            && message.contains("ClusterPolicy rules) is not supported"),
+        "{message}"
+    );
+    let message = refused(with(exception(
+        "policies.kyverno.io/v1",
+        json!({"policyRefs": refs, "matchConditions": [{"name": "c", "expression": "object.("}]}),
+    )));
+    assert!(
+        message.contains("settings.policies[1].spec.matchConditions[0].expression: line 1"),
+        "{message}"
+    );
+    let message = refused(exception(
+        "policies.kyverno.io/v1",
+        json!({"policyRefs": refs}),
+    ));
+    assert!(message.contains("under `policies`"), "{message}");
+}

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::direct::{self, Direct};
 use super::environment::{self, READ_PENDING, ResourceCall, ResourceLibrary};
+use super::exception::CelException;
 use super::matching::{self, RequestInfo};
 use super::program::{self, Compiled};
 use super::values::{from_json, to_json};
@@ -150,6 +151,11 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
                     other.type_of()
                 ));
             }
+        }
+    }
+    for exception in &policy.exceptions {
+        if evaluation.exception_holds(exception)? {
+            return Ok(CelResult::Skipped);
         }
     }
     let schema = apply::has_schema(
@@ -443,6 +449,34 @@ impl<'a> Evaluation<'a> {
             Ok(Direct::Json(value)) => Some(value.into_owned()),
             _ => None,
         }
+    }
+
+    /// Whether every condition of `exception` holds for the request (it
+    /// then exempts it); an error follows the policy's failurePolicy.
+    fn exception_holds(&mut self, exception: &CelException) -> Result<bool, String> {
+        for (i, condition) in exception.spec.match_conditions.iter().enumerate() {
+            let at = format!("{}.spec.matchConditions[{i}].expression", exception.at);
+            let value = match self.evaluate(&at, &condition.expression) {
+                Ok(Evaluated::Json(Value::Bool(b))) => b,
+                Ok(Evaluated::Cel(CelValue::Bool(b))) => b,
+                Ok(_) => {
+                    return Err(format!(
+                        "PolicyException {:?}: matchConditions[{i}] ({:?}) does not give a bool",
+                        exception.name, condition.name
+                    ));
+                }
+                Err(why) => {
+                    return Err(format!(
+                        "PolicyException {:?}: matchConditions[{i}] ({:?}): {why}",
+                        exception.name, condition.name
+                    ));
+                }
+            };
+            if !value {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// The crate's context ready for `compiled`: `namespaceObject` and the

@@ -17,6 +17,7 @@ mod conformance;
 mod direct;
 pub mod engine;
 pub mod environment;
+pub mod exception;
 pub mod matching;
 pub mod program;
 pub mod spec;
@@ -62,6 +63,8 @@ pub struct CelPolicy {
     pub namespace: Option<String>,
     /// Pod mutations also run over these controllers' Pod templates.
     pub autogen: Vec<String>,
+    /// The `PolicyException`s beside it in the settings that name it.
+    pub exceptions: Vec<exception::CelException>,
     /// What the `cel` crate's environment needs, read from the expressions'
     /// text the first time it is built: policies the direct evaluator runs
     /// whole never need it (see `direct`).
@@ -328,6 +331,7 @@ impl CelPolicy {
             params,
             namespace,
             autogen,
+            exceptions: Vec::new(),
             derived: OnceCell::new(),
         };
         if checks == Checks::Full {

@@ -12,6 +12,7 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::value::RawValue;
 
 use super::{AUTOGEN_ANNOTATION, AUTOGEN_DEFAULT, Autogen, Checks, FailurePolicy};
+use crate::cel::exception::{CelException, ExceptionSpec};
 use crate::cel::{CelKind, CelPolicy};
 use crate::kyverno::spec::RuleSpec;
 
@@ -94,6 +95,8 @@ pub struct PolicySpec {
 pub enum Document {
     Kyverno(KyvernoDocument),
     Cel(Box<CelPolicy>),
+    /// A `PolicyException` for the CEL policies beside it.
+    Exception(Box<CelException>),
 }
 
 /// What a ClusterPolicy or Policy contributes.
@@ -150,6 +153,7 @@ enum PastedKind {
     ClusterPolicy,
     Policy,
     Cel(CelKind),
+    Exception,
 }
 
 /// Policy kinds users may paste that this version does not run, with their
@@ -183,6 +187,7 @@ fn pasted_kind(
         Some("MutatingAdmissionPolicy") => {
             return Ok(PastedKind::Cel(CelKind::MutatingAdmissionPolicy));
         }
+        Some("PolicyException") => return Ok(PastedKind::Exception),
         Some("ClusterAdmissionPolicy" | "AdmissionPolicy") => {
             return Err(format!(
                 "{at}.kind: a Kubewarden policy: these settings are what goes inside one (its spec.settings), not the policy itself; they take {PASTABLE}"
@@ -249,6 +254,17 @@ impl PolicyDocument {
     /// Checks the document found at `at` and takes what it says.
     pub fn read(self, at: &str, checks: Checks) -> Result<Document, String> {
         let kind = pasted_kind(at, self.api_version.as_deref(), self.kind.as_deref())?;
+        if kind == PastedKind::Exception {
+            if self.params.is_some() {
+                return Err(format!(
+                    "{at}.params: a PolicyException takes no parameters"
+                ));
+            }
+            CelException::check_api_version(self.api_version.as_deref().unwrap_or_default(), at)?;
+            let spec: ExceptionSpec = read_spec(self.spec.as_deref(), at)?;
+            return CelException::read(self.metadata.and_then(|m| m.name), spec, at)
+                .map(|exception| Document::Exception(Box::new(exception)));
+        }
         if let PastedKind::Cel(cel_kind) = kind {
             crate::cel::check_api_version(
                 cel_kind,

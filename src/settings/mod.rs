@@ -469,6 +469,37 @@ pub fn load_for_request(raw: &[u8]) -> Result<PolicyPlan, String> {
     parse(raw)?.compile(Checks::Structural)
 }
 
+/// Gives each CEL policy the exceptions that name it; an exception naming
+/// no policy of the settings is refused (a typo would exempt nothing).
+fn attach_exceptions(
+    exceptions: Vec<crate::cel::exception::CelException>,
+    sources: &mut [(String, Vec<RuleSpec>, RuleGroup)],
+) -> Result<(), String> {
+    for exception in exceptions {
+        for (j, reference) in exception.spec.policy_refs.iter().enumerate() {
+            let named = sources.iter().any(|(_, _, group)| {
+                group.cel.as_ref().is_some_and(|policy| {
+                    policy.kind.name() == reference.kind && policy.name == reference.name
+                })
+            });
+            if !named {
+                return Err(format!(
+                    "{}.spec.policyRefs[{j}]: no {} named {:?} among settings.policies",
+                    exception.at, reference.kind, reference.name
+                ));
+            }
+        }
+        for (_, _, group) in sources.iter_mut() {
+            if let Some(policy) = group.cel.as_mut()
+                && exception.applies_to(policy.kind.name(), &policy.name)
+            {
+                policy.exceptions.push(exception.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Settings {
     pub fn compile(mut self, checks: Checks) -> Result<PolicyPlan, String> {
         let pasted = self.pasted_document(checks)?;
@@ -506,6 +537,9 @@ impl Settings {
                 };
                 sources.push((String::new(), Vec::new(), cel_group(policy, failure_policy)));
             }
+            (None, Some(Document::Exception(_)), None) => {
+                return Err("settings.kind: a PolicyException on its own exempts nothing; put it under `policies`, beside the policies it names".to_string());
+            }
             (None, Some(Document::Kyverno(document)), None) => {
                 failure_policy = match (self.failure_policy, document.failure_policy) {
                     (Some(a), Some(b)) if a != b => {
@@ -527,9 +561,14 @@ impl Settings {
                 ));
             }
             (None, None, Some(documents)) => {
+                let mut exceptions = Vec::new();
                 for (i, document) in documents.into_iter().enumerate() {
                     let at = format!("settings.policies[{i}]");
                     let document = match document.read(&at, checks)? {
+                        Document::Exception(exception) => {
+                            exceptions.push(*exception);
+                            continue;
+                        }
                         Document::Cel(policy) => {
                             let group_failure_policy = policy
                                 .spec
@@ -560,6 +599,7 @@ impl Settings {
                         },
                     ));
                 }
+                attach_exceptions(exceptions, &mut sources)?;
             }
             _ => {
                 return Err(
