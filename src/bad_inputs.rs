@@ -683,6 +683,21 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
+            when: "a PolicyException names a policy the settings do not have",
+            answer_text: "refused when policy-server loads the policy: \"settings.policies[1].spec.policyRefs[0]: no MutatingPolicy named \"other\" among settings.policies\"",
+            answer: SettingsRefused(
+                "settings.policies[1].spec.policyRefs[0]: no MutatingPolicy named \"other\" among settings.policies",
+            ),
+            run: || {
+                let policy =
+                    cel_policy("", "Object{metadata: Object.metadata{labels: {'a': 'b'}}}");
+                settings_case(&format!(
+                    r#"{{"policies": [{policy}, {{"apiVersion": "policies.kyverno.io/v1", "kind": "PolicyException", "metadata": {{"name": "e"}}, "spec": {{"policyRefs": [{{"name": "other", "kind": "MutatingPolicy"}}]}}}}]}}"#
+                ))
+            },
+            reads_node: false,
+        },
+        Case {
             when: "a CEL expression nests brackets more than 32 deep",
             answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 33: brackets nested more than 32 deep\"",
             answer: SettingsRefused(
