@@ -432,3 +432,38 @@ fn policy_exceptions_are_checked_at_load() {
     ));
     assert!(message.contains("under `policies`"), "{message}");
 }
+
+#[test]
+fn a_failing_variable_fails_only_what_reaches_it() {
+    // As kyverno/policies other-mpol/mitigate-log4shell: `isController`
+    // fails on a Pod (no spec.template), but a Pod never reaches it.
+    let policy = |expression: &str| {
+        mutating_policy(json!({
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["pods"]}]},
+            "variables": [
+                {"name": "isPod", "expression": "object.kind == 'Pod'"},
+                {"name": "isController", "expression": "has(object.spec.template.spec)"}],
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}}]
+        }))
+    };
+    let response = run(
+        "pod-with-node-name.json",
+        policy(
+            "Object{metadata: Object.metadata{annotations: {'kind': variables.isPod ? 'pod' : (variables.isController ? 'controller' : 'other')}}}",
+        ),
+    );
+    assert!(response.accepted, "{:?}", response.message);
+    assert_eq!(annotations(&response)["kind"], json!("pod"));
+    let response = run(
+        "pod-with-node-name.json",
+        policy(
+            "Object{metadata: Object.metadata{annotations: {'kind': variables.isController ? 'controller' : 'other'}}}",
+        ),
+    );
+    let message = response.message.unwrap_or_default();
+    assert!(
+        !response.accepted && message.contains("variables.isController: "),
+        "{message}"
+    );
+}

@@ -632,12 +632,6 @@ impl<'a> Evaluation<'a> {
     /// Runs a parsed expression by the crate, making the host reads it asks
     /// for.
     fn execute(&mut self, compiled: &Compiled) -> Result<CelValue, String> {
-        // A variable that failed fails what reads it, with its own error.
-        for name in &compiled.variables {
-            if let Some(Err(why)) = self.variables.get(name) {
-                return Err(why.clone());
-            }
-        }
         loop {
             let answers = self
                 .answers
@@ -664,6 +658,15 @@ impl<'a> Evaluation<'a> {
                 .lock()
                 .map(|mut w| std::mem::take(&mut *w))
                 .unwrap_or_default();
+            // A variable that failed is left out of `variables`: reading it
+            // fails with its own error. Variables are lazy, so one an
+            // expression names but does not reach (`a ? variables.x : y`)
+            // fails nothing.
+            if let ::cel::ExecutionError::NoSuchKey(name) = &error
+                && let Some(Err(why)) = self.variables.get(name.as_str())
+            {
+                return Err(why.clone());
+            }
             let pending = error.to_string().contains(READ_PENDING);
             if wanted.is_empty() || !pending {
                 return Err(describe(&error));
