@@ -309,3 +309,11 @@ run_case() {
 @test "cel_deepest_chain_runs: an operator chain as deep as allowed (100) evaluates in the module's stack" {
   run_case cel_deepest_chain_runs
 }
+
+@test "kyverno_resolve_image_to_digest: Kyverno's resolve-image-to-digest: an imageRegistry context entry asks the registry (oci/v1/manifest_digest) and pins the container's image to the digest" {
+  run_case kyverno_resolve_image_to_digest
+}
+
+@test "kyverno_resolve_image_unknown_to_registry: the registry does not hold the image: the rule fails, and the ClusterPolicy's failurePolicy: Fail rejects the Pod, naming the rule, the image and the registry's answer" {
+  run_case kyverno_resolve_image_unknown_to_registry
+}

@@ -87,7 +87,7 @@ struct Case {
     answer_text: &'static str,
     answer: Answer,
     run: fn() -> (Vec<u8>, Host),
-    /// The Node must (or must not) be read.
+    /// The host must (or must not) be asked: for the Node, or whatever the case reads.
     reads_node: bool,
 }
 
@@ -587,6 +587,48 @@ fn catalog() -> Vec<Case> {
                     }]}
                 }]});
                 (payload(request, rules), node_1())
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "an `imageRegistry` context entry names an image the registry does not hold (`failurePolicy: Ignore`)",
+            answer_text: "accepted unchanged, with the warning \"rule \"resolve\": context \"digest\": image \"registry.example.com/team/app:v1\": Fail to interact with OCI registry: ... manifest unknown\" (with `failurePolicy: Fail`, rejected with that message)",
+            answer: Accepted {
+                patched: false,
+                warning: "rule \"resolve\": context \"digest\": image \"registry.example.com/team/app:v1\": Fail to interact with OCI registry: OCI API error: manifest unknown",
+            },
+            run: || {
+                let mut request = fixture("pod-with-node-name.json");
+                request["object"]["spec"]["containers"][0]["image"] =
+                    json!("registry.example.com/team/app:v1");
+                let rules = json!({"rules": [{
+                    "name": "resolve",
+                    "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+                    "mutate": {"foreach": [{
+                        "list": "request.object.spec.containers",
+                        "context": [{"name": "digest", "imageRegistry": {"reference": "{{ element.image }}", "jmesPath": "resolvedImage"}}],
+                        "patchStrategicMerge": {"spec": {"containers": [{"name": "{{ element.name }}", "image": "{{ digest }}"}]}}
+                    }]}
+                }]});
+                (
+                    payload(request, rules),
+                    host_error(
+                        "Fail to interact with OCI registry: OCI API error: manifest unknown",
+                    ),
+                )
+            },
+            reads_node: true,
+        },
+        Case {
+            when: "an `imageRegistry` context entry sets `imageRegistryCredentials`",
+            answer_text: "refused when policy-server loads the policy: \"settings.rules[0].context[0].imageRegistry.imageRegistryCredentials: policy-server reads registries with its own credentials and registry settings (its sources file and docker config); remove this field and configure policy-server\"",
+            answer: SettingsRefused(
+                "settings.rules[0].context[0].imageRegistry.imageRegistryCredentials: policy-server reads registries with its own credentials and registry settings (its sources file and docker config); remove this field and configure policy-server",
+            ),
+            run: || {
+                settings_case(
+                    r#"{"rules": [{"name": "resolve", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]}, "context": [{"name": "digest", "imageRegistry": {"reference": "nginx", "imageRegistryCredentials": {"secrets": ["regcred"]}}}], "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"digest": "{{ digest.resolvedImage }}"}}}}}]}"#,
+                )
             },
             reads_node: false,
         },

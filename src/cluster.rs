@@ -1,5 +1,6 @@
-//! The host boundary for rules: reading any Kubernetes object or list through
-//! Kubewarden's capabilities, with the same lookup made once per evaluation.
+//! The host boundary for rules: reading any Kubernetes object or list, or
+//! what a container registry says of an image, through Kubewarden's
+//! capabilities, with the same lookup made once per evaluation.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
@@ -35,6 +36,20 @@ pub enum Read {
         label_selector: Option<String>,
         field_selector: Option<String>,
     },
+    /// What a registry says of an image (Kubewarden's `oci/v1/*`, answered
+    /// with policy-server's own registry configuration and credentials).
+    Image { reference: String, what: ImageRead },
+}
+
+/// Which of the OCI capabilities an image read uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ImageRead {
+    /// `oci/v1/manifest_digest`: `{"digest": ...}`, the digest the registry
+    /// gives the reference (an image index's, for a multi-platform image).
+    Digest,
+    /// `oci/v1/oci_manifest_config`: `{"manifest", "digest", "config"}` of
+    /// the image for the host's platform.
+    ManifestAndConfig,
 }
 
 pub trait Cluster {
@@ -49,6 +64,16 @@ pub struct HostCluster;
 impl Cluster for HostCluster {
     fn read(&self, read: &Read) -> Result<Vec<u8>, String> {
         let (operation, payload) = match read {
+            Read::Image { reference, what } => {
+                let operation = match what {
+                    ImageRead::Digest => "v1/manifest_digest",
+                    ImageRead::ManifestAndConfig => "v1/oci_manifest_config",
+                };
+                let payload = serde_json::to_vec(reference)
+                    .map_err(|e| format!("cannot encode the host request: {e}"))?;
+                return wapc_guest::host_call("kubewarden", "oci", operation, &payload)
+                    .map_err(|e| host_error_cause(&e.to_string()));
+            }
             Read::Get {
                 api_version,
                 kind,

@@ -4,6 +4,10 @@
 (same bytes, and the manifest digest kwctl reports is the registry's),
 `kwctl inspect` and `kwctl scaffold manifest` read from the registry, and
 policy-server started with `module: registry://...` mutating a binding.
+Then Kyverno's `imageRegistry` context live: a ClusterPolicy pinning each
+container's image to its digest, run by kwctl and by policy-server against
+this registry (the image being the pushed module), must write the digest the
+registry reports.
 
 release.yml publishes with `kwctl push`; this is the check that what it
 pushes can be pulled back and served. Prints SKIPPED and exits 0 when
@@ -49,6 +53,41 @@ def manifest_digest(registry, reference):
         headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})
     with urllib.request.urlopen(req, timeout=10) as resp:
         return resp.headers["Docker-Content-Digest"]
+
+
+def resolve_to_digest_policy():
+    """Kyverno's resolve-image-to-digest, as a ClusterPolicy pasted as the settings."""
+    return {
+        "apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
+        "metadata": {"name": "resolve-image-to-digest"},
+        "spec": {"rules": [{
+            "name": "resolve-to-digest",
+            "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "mutate": {"foreach": [{
+                "list": "request.object.spec.containers",
+                "context": [{"name": "resolvedRef",
+                             "imageRegistry": {"reference": "{{ element.image }}", "jmesPath": "resolvedImage"}}],
+                "patchStrategicMerge": {"spec": {"containers": [
+                    {"name": "{{ element.name }}", "image": "{{ resolvedRef }}"}]}},
+            }]},
+        }]},
+    }
+
+
+def pod_request(image):
+    """test_data/pod-with-node-name.json with its one container's image replaced."""
+    with open(harness.data("pod-with-node-name.json")) as f:
+        request = json.load(f)
+    request["object"]["spec"]["containers"][0]["image"] = image
+    return request
+
+
+def image_patch(answer_patch):
+    """The image a JSON Patch (base64, as kwctl and policy-server send it) writes, or None."""
+    for op in json.loads(base64.b64decode(answer_patch or "") or "[]"):
+        if op.get("path") == "/spec/containers/0/image":
+            return op.get("value")
+    return None
 
 
 def check(ok, what):
@@ -154,11 +193,23 @@ http: {{addr: "127.0.0.1:{port}"}}
                 ok &= check(run.get("allowed") is True and bool(run.get("patch")),
                             f"examples/{name}: kwctl run with the module from the registry mutates a binding")
 
+        # imageRegistry, live: kwctl asks this registry for the image's digest.
+        image = f"127.0.0.1:{port}/{REPOSITORY}:{TAG}"
+        pinned = f"127.0.0.1:{port}/{REPOSITORY}@{pushed_digest}"
+        pod = os.path.join(work, "pod.json")
+        with open(pod, "w") as f:
+            json.dump(pod_request(image), f)
+        run = json.loads(kwctl(env, "run", "--sources-path", sources, "--settings-json",
+                               json.dumps(resolve_to_digest_policy()), "--request-path", pod, module))
+        ok &= check(run.get("allowed") is True and image_patch(run.get("patch")) == pinned,
+                    f"imageRegistry through kwctl: {image} pinned to the registry's digest ({pinned[-71:]})")
+
         stub = harness.start_stub(processes, [harness.data("node-1.json")])
         if stub is None:
             print("OCI round trip: the stub API server did not start")
             return 1
-        policies = {"node-metadata": harness.entry(uri, {})}
+        policies = {"node-metadata": harness.entry(uri, {}),
+                    "resolve-digest": harness.entry(uri, resolve_to_digest_policy(), resources=[])}
         url, server, log = harness.start_policy_server(processes, work, policies, stub,
                                                        extra_args=["--sources-path", sources])
         if url is None:
@@ -172,6 +223,11 @@ http: {{addr: "127.0.0.1:{port}"}}
         patch = json.loads(base64.b64decode(answer.get("patch", "")) or "[]")
         ok &= check(answer.get("allowed") is True and "us-east-2a" in json.dumps(patch),
                     f"policy-server (module: registry://...) mutates a binding: {json.dumps(patch)[:120]}")
+        review = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                             "request": pod_request(image)})
+        answer = harness.post(f"{url}/validate/resolve-digest", review)["response"]
+        ok &= check(answer.get("allowed") is True and image_patch(answer.get("patch")) == pinned,
+                    "imageRegistry through policy-server: the same digest")
         print("OCI round trip: " + ("passed" if ok else "FAILED"))
         return 0 if ok else 1
     finally:

@@ -56,6 +56,8 @@ impl<T: Capabilities + ?Sized> Capabilities for std::sync::Arc<T> {
 #[derive(Default)]
 pub struct InMemoryCluster {
     objects: BTreeMap<(String, String, Option<String>, String), Value>,
+    /// A registry for `oci/v1/*`: reference → `{digest, manifest, config}`.
+    images: BTreeMap<String, Value>,
     answers: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
     pub calls: Mutex<usize>,
 }
@@ -75,6 +77,28 @@ impl InMemoryCluster {
         self.objects
             .insert((api_version, kind, namespace, name), object);
         self
+    }
+
+    /// An image the registry knows: `{digest, manifest, config}`.
+    pub fn with_image(mut self, reference: &str, image: Value) -> Self {
+        self.images.insert(reference.to_string(), image);
+        self
+    }
+
+    /// `oci/v1/manifest_digest` and `oci/v1/oci_manifest_config`, as
+    /// policy-server shapes them.
+    fn answer_oci(&self, call: &HostCall) -> Result<Vec<u8>, String> {
+        let reference = call.payload.as_str().unwrap_or_default();
+        let image = self
+            .images
+            .get(reference)
+            .ok_or_else(|| format!("{reference}: manifest unknown"))?;
+        let answer = match call.operation.as_str() {
+            "v1/manifest_digest" => serde_json::json!({"digest": image["digest"]}),
+            "v1/oci_manifest_config" => image.clone(),
+            other => return Err(format!("unsupported host call kubewarden/oci/{other}")),
+        };
+        serde_json::to_vec(&answer).map_err(|e| e.to_string())
     }
 }
 
@@ -98,6 +122,9 @@ impl Capabilities for InMemoryCluster {
             return Ok(answer);
         }
         let call = HostCall::new(binding, namespace, operation, payload);
+        if (call.binding.as_str(), call.namespace.as_str()) == ("kubewarden", "oci") {
+            return self.answer_oci(&call);
+        }
         if (
             call.binding.as_str(),
             call.namespace.as_str(),

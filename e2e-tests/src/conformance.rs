@@ -48,6 +48,11 @@ struct TestFile {
     exceptions: Vec<String>,
     #[serde(default)]
     resources: Vec<String>,
+    /// Objects already in the cluster, for the policy's reads: plain
+    /// resource files or `ClusterResource` documents (`spec.resources`
+    /// inline, `spec.crds` naming CRD files).
+    #[serde(default, rename = "clusterResources")]
+    cluster_resources: Vec<String>,
     #[serde(default)]
     variables: Option<String>,
     #[serde(default)]
@@ -422,6 +427,10 @@ pub struct TestCluster {
     /// The test's PolicyExceptions: each goes into the settings beside the
     /// policies it names.
     exceptions: Vec<Value>,
+    /// `resourceKinds` settings entries for the test's CRDs: a Kubewarden
+    /// policy learns a custom resource's kind from its settings, where
+    /// Kyverno asks the API server's discovery.
+    resource_kinds: Vec<Value>,
 }
 
 impl Capabilities for TestCluster {
@@ -516,7 +525,108 @@ fn test_cluster(values: &Values, policies: &[Value]) -> TestCluster {
             })
             .collect(),
         exceptions: Vec::new(),
+        resource_kinds: Vec::new(),
     }
+}
+
+/// Kyverno's CLI reads no registry: an `imageRegistry` context entry takes
+/// the value the values file gives its name. The same here: such an entry
+/// becomes a `variable` holding that value (an entry without one stays, and
+/// the policy asks the host's registry).
+fn with_given_image_data(mut policy: Value, values: &Values) -> Value {
+    let policy_name = name_of(&policy).to_string();
+    let Some(rules) = policy
+        .pointer_mut("/spec/rules")
+        .and_then(Value::as_array_mut)
+    else {
+        return policy;
+    };
+    for rule in rules {
+        let given: BTreeMap<String, Value> = values
+            .policies
+            .iter()
+            .filter(|p| p.name == policy_name)
+            .flat_map(|p| &p.rules)
+            .filter(|r| Some(r.name.as_str()) == rule["name"].as_str())
+            .flat_map(|r| r.values.clone())
+            .chain(values.global_values.clone())
+            .collect();
+        replace_image_entries(rule, &given);
+    }
+    policy
+}
+
+fn replace_image_entries(value: &mut Value, given: &BTreeMap<String, Value>) {
+    match value {
+        Value::Object(map) => {
+            if map.contains_key("imageRegistry")
+                && let Some(found) = map
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .and_then(|name| given.get(name))
+            {
+                let found = found.clone();
+                map.remove("imageRegistry");
+                map.insert("variable".into(), json!({ "value": found }));
+                return;
+            }
+            for child in map.values_mut() {
+                replace_image_entries(child, given);
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| replace_image_entries(item, given)),
+        _ => {}
+    }
+}
+
+/// Reads a test's `clusterResources` files into `cluster`.
+fn add_cluster_resources(cluster: &mut TestCluster, dir: &Path, files: &[String]) -> Result<()> {
+    for file in files {
+        let path = dir.join(file);
+        for doc in read_documents(&path)? {
+            if kind_of(&doc) != "ClusterResource" {
+                add_cluster_object(cluster, doc);
+                continue;
+            }
+            let base = path.parent().unwrap_or(dir);
+            for crd in doc["spec"]["crds"].as_array().into_iter().flatten() {
+                for object in read_documents(&base.join(crd.as_str().unwrap_or_default()))? {
+                    add_cluster_object(cluster, object);
+                }
+            }
+            for object in doc["spec"]["resources"].as_array().into_iter().flatten() {
+                add_cluster_object(cluster, object.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn add_cluster_object(cluster: &mut TestCluster, object: Value) {
+    if kind_of(&object) == "CustomResourceDefinition" {
+        let spec = &object["spec"];
+        cluster.resource_kinds.push(json!({
+            "group": spec["group"],
+            "resource": spec["names"]["plural"],
+            "kind": spec["names"]["kind"],
+            "namespaced": spec["scope"] == "Namespaced",
+        }));
+        return;
+    }
+    // A custom kind the test's CRDs declare cluster-scoped keeps no namespace.
+    let cluster_scoped = cluster
+        .resource_kinds
+        .iter()
+        .any(|k| k["kind"] == object["kind"] && k["namespaced"] == false);
+    let object = if cluster_scoped {
+        object
+    } else {
+        with_default_namespace(object)
+    };
+    let cluster_objects = std::mem::take(&mut cluster.cluster);
+    cluster.cluster = cluster_objects.with(object);
 }
 
 /// One application of one policy to one object, as the steps kwctl replays.
@@ -566,10 +676,13 @@ fn apply_all(
                 rules.retain(|r| r["name"].as_str() == Some(rule));
             }
         }
-        if !exceptions.is_empty() {
+        if !exceptions.is_empty() || !cluster.resource_kinds.is_empty() {
             let mut documents = vec![settings];
             documents.extend(exceptions.into_iter().cloned());
             settings = json!({"policies": documents});
+            if !cluster.resource_kinds.is_empty() {
+                settings["resourceKinds"] = json!(cluster.resource_kinds);
+            }
         }
         let verdict = module
             .validate_settings(&settings)
@@ -646,6 +759,10 @@ pub fn run_test(
         }
         None => Values::default(),
     };
+    let policies: Vec<Value> = policies
+        .into_iter()
+        .map(|p| with_given_image_data(p, &values))
+        .collect();
     let kyverno_policies: Vec<Value> = policies
         .iter()
         .filter(|p| is_supported_policy(p))
@@ -655,6 +772,7 @@ pub fn run_test(
     for e in &spec.exceptions {
         cluster.exceptions.extend(read_documents(&dir.join(e))?);
     }
+    add_cluster_resources(&mut cluster, dir, &spec.cluster_resources)?;
     let cluster = Arc::new(cluster);
     let request_namespace = values
         .global_values
@@ -783,9 +901,16 @@ pub fn session_yaml(exchanges: &[Exchange]) -> String {
             "get_resource" => "KubernetesGetResource",
             "list_resources_all" => "KubernetesListResourceAll",
             "list_resources_by_namespace" => "KubernetesListResourceNamespace",
+            "v1/manifest_digest" => "OciManifestDigest",
+            "v1/oci_manifest_config" => "OciManifestAndConfig",
             other => other,
         };
-        let fields = serde_yaml::to_string(payload).unwrap_or_default();
+        // kwctl writes an OCI call's bare reference as `image: <reference>`.
+        let fields = match payload {
+            Value::String(image) => serde_yaml::to_string(&json!({ "image": image })),
+            other => serde_yaml::to_string(other),
+        }
+        .unwrap_or_default();
         let request: String = fields.lines().map(|l| format!("    {l}\n")).collect();
         out.push_str(&format!(
             "- type: Exchange\n  request: |\n    !{tag}\n{request}"

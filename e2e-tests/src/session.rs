@@ -134,7 +134,18 @@ fn tag_for(call: &HostCall) -> Option<&'static str> {
             Some("KubernetesListResourceNamespace")
         }
         ("kubewarden", "kubernetes", "can_i") => Some("KubernetesCanI"),
+        ("kubewarden", "oci", "v1/manifest_digest") => Some("OciManifestDigest"),
+        ("kubewarden", "oci", "v1/oci_manifest_config") => Some("OciManifestAndConfig"),
         _ => None,
+    }
+}
+
+/// The request's fields as kwctl records them: the OCI calls send the bare
+/// image reference, which kwctl writes as `image: <reference>`.
+fn recorded_form(call: &HostCall) -> Value {
+    match &call.payload {
+        Value::String(image) if call.namespace == "oci" => serde_json::json!({ "image": image }),
+        other => other.clone(),
     }
 }
 
@@ -178,7 +189,9 @@ impl Capabilities for SessionReplay {
             })?;
             let recorded_fields =
                 serde_json::to_value(&recorded.fields).map_err(|e| e.to_string())?;
-            if recorded.tag != tag || comparable(&recorded_fields) != comparable(&call.payload) {
+            if recorded.tag != tag
+                || comparable(&recorded_fields) != comparable(&recorded_form(call))
+            {
                 return Err(format!(
                     "host call !{tag} {} does not match recorded exchange {}: !{} {}",
                     call.payload,

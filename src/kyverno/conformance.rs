@@ -628,6 +628,39 @@ mod point3_context {
         assert_eq!(annotations(&response)["out"], "none");
     }
 
+    /// Kyverno's `resolve-image-to-digest`: each container's image pinned to
+    /// the digest its registry gives, read through the OCI host capability.
+    #[test]
+    fn image_registry_resolves_images_to_digests() {
+        let table = Table::cluster().with(
+            Read::Image {
+                reference: "nginx:1.27".into(),
+                what: crate::cluster::ImageRead::Digest,
+            },
+            json!({"digest": "sha256:0123"}),
+        );
+        let settings = rule(json!({
+            "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "mutate": {"foreach": [{
+                "list": "request.object.spec.containers",
+                "context": [{"name": "resolved", "imageRegistry": {"reference": "{{ element.image }}", "jmesPath": "resolvedImage"}}],
+                "patchStrategicMerge": {"spec": {"containers": [{"name": "{{ element.name }}", "image": "{{ resolved }}"}]}}
+            }]}
+        }));
+        let response = run_on(request("pod-with-node-name.json"), settings.clone(), &table);
+        let pod = response.mutated_object.unwrap();
+        assert_eq!(
+            pod["spec"]["containers"][0]["image"],
+            "index.docker.io/library/nginx@sha256:0123"
+        );
+        // An image the registry does not know: the rule fails, and the
+        // Ignore failure policy (the short form's default) lets it through.
+        let mut unknown = request("pod-with-node-name.json");
+        unknown["object"]["spec"]["containers"][0]["image"] = json!("ghcr.io/org/missing:1");
+        let response = run_on(unknown, settings, &table);
+        assert!(response.accepted && response.mutated_object.is_none());
+    }
+
     #[test]
     fn config_map_as_data_and_metadata() {
         let table = Table::cluster().with(
@@ -1065,8 +1098,8 @@ mod point9_refused {
                 "settings.rules[0].mutate.targets",
             ),
             (
-                json!({"match": binding_match(), "context": [{"name": "i", "imageRegistry": {"reference": "x"}}], "mutate": {"patchStrategicMerge": {}}}),
-                "imageRegistry",
+                json!({"match": binding_match(), "context": [{"name": "i", "imageRegistry": {"reference": "x", "imageRegistryCredentials": {"secrets": ["s"]}}}], "mutate": {"patchStrategicMerge": {}}}),
+                "settings.rules[0].context[0].imageRegistry.imageRegistryCredentials: policy-server reads registries with its own credentials",
             ),
             (
                 json!({"match": binding_match(), "context": [{"name": "g", "globalReference": {"name": "x"}}], "mutate": {"patchStrategicMerge": {}}}),

@@ -17,7 +17,7 @@ use super::references::ConfigMapMasks;
 use super::resources::{ResourceKind, kind_of};
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
 use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
-use super::{jmes, variables};
+use super::{image_registry, jmes, variables};
 use crate::cluster::{CachedCluster, Read};
 
 /// At most this many elements of a `foreach` list are processed.
@@ -231,6 +231,19 @@ impl Engine<'_> {
             exposed.insert("data".to_string(), field("data"));
             exposed.insert("metadata".to_string(), field("metadata"));
             Rc::new(Variable::Object(exposed))
+        } else if let Some(registry) = &entry.image_registry {
+            let reference = render(rt, &registry.reference, data)?;
+            let path = match &registry.jmes_path {
+                Some(path) => Some(render(rt, path, data)?),
+                None => None,
+            };
+            let image = image_registry::image_data(&reference, path.as_deref(), cluster)
+                .map_err(|e| format!("context {:?}: image {reference:?}: {e}", entry.name))?;
+            let image = jmes::to_var(&image);
+            match path {
+                Some(path) => jmes::search_var(rt, &path, &image)?,
+                None => image,
+            }
         } else {
             Rc::new(Variable::Null)
         };
@@ -276,7 +289,7 @@ impl Engine<'_> {
                 list.insert("items".to_string(), items);
                 Rc::new(Variable::Object(list))
             }
-            Read::Get { .. } => answer,
+            Read::Get { .. } | Read::Image { .. } => answer,
         });
         let result = match (answer, path) {
             (Ok(answer), Some(path)) => jmes::search_var(rt, &path?, &answer),
@@ -560,6 +573,16 @@ fn context_expressions(entries: &[ContextEntry], out: &mut Vec<String>) {
         if let Some(call) = &entry.api_call {
             out.extend(call.jmes_path.iter().filter(|p| !p.contains("{{")).cloned());
             variables::expressions(&json!(call.url_path), out);
+        }
+        if let Some(registry) = &entry.image_registry {
+            out.extend(
+                registry
+                    .jmes_path
+                    .iter()
+                    .filter(|p| !p.contains("{{"))
+                    .cloned(),
+            );
+            variables::expressions(&json!(registry.reference), out);
         }
     }
 }

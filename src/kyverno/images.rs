@@ -38,6 +38,19 @@ pub fn images(object: &Value) -> Option<Value> {
     (!out.is_empty()).then_some(Value::Object(out))
 }
 
+/// A reference's name (registry and path), tag and digest, as written.
+pub fn split_reference(image: &str) -> Option<(&str, Option<&str>, Option<&str>)> {
+    let (rest, digest) = match image.split_once('@') {
+        Some((rest, digest)) => (rest, Some(digest)),
+        None => (image, None),
+    };
+    let (name, tag) = match rest.rfind(':') {
+        Some(at) if !rest.get(at..)?.contains('/') => (rest.get(..at)?, rest.get(at + 1..)),
+        _ => (rest, None),
+    };
+    Some((name, tag, digest))
+}
+
 /// One reference, as Kyverno's image info: a first segment that is not a
 /// host (no `.` or `:`, not `localhost`, lower case) means `docker.io`; no
 /// tag and no digest means `latest`.
@@ -46,14 +59,7 @@ pub fn image_info(image: &str) -> Option<Value> {
     if image.is_empty() {
         return None;
     }
-    let (rest, digest) = match image.split_once('@') {
-        Some((rest, digest)) => (rest, Some(digest)),
-        None => (image, None),
-    };
-    let (repository, tag) = match rest.rfind(':') {
-        Some(at) if !rest.get(at..)?.contains('/') => (rest.get(..at)?, rest.get(at + 1..)),
-        _ => (rest, None),
-    };
+    let (repository, tag, digest) = split_reference(image)?;
     let (registry, path) = match repository.split_once('/') {
         Some((first, path))
             if first.contains(['.', ':'])

@@ -5,6 +5,7 @@ pub mod autogen;
 pub mod conditions;
 pub mod engine;
 pub mod field_paths;
+pub mod image_registry;
 pub mod images;
 pub mod jmes;
 pub mod kyverno_functions;
@@ -347,10 +348,15 @@ fn check_context(entries: &[ContextEntry], at: &str, kinds: &[ResourceKind]) -> 
         if entry.name.trim().is_empty() {
             return Err(format!("{at}.name: a context entry needs a name"));
         }
-        if entry.image_registry.is_some() {
-            return Err(format!(
-                "{at}.imageRegistry: reading image registries is not supported by this version of the policy (Kubewarden's OCI host capabilities could answer it; this policy does not use them yet)"
-            ));
+        if let Some(registry) = &entry.image_registry {
+            if registry.image_registry_credentials.is_some() {
+                return Err(format!(
+                    "{at}.imageRegistry.imageRegistryCredentials: policy-server reads registries with its own credentials and registry settings (its sources file and docker config); remove this field and configure policy-server"
+                ));
+            }
+            if registry.reference.trim().is_empty() {
+                return Err(format!("{at}.imageRegistry.reference: required"));
+            }
         }
         if entry.global_reference.is_some() {
             return Err(format!(
@@ -361,10 +367,11 @@ fn check_context(entries: &[ContextEntry], at: &str, kinds: &[ResourceKind]) -> 
             entry.variable.is_some(),
             entry.api_call.is_some(),
             entry.config_map.is_some(),
+            entry.image_registry.is_some(),
         ];
         if sources.iter().filter(|s| **s).count() != 1 {
             return Err(format!(
-                "{at}: set exactly one of variable, apiCall, configMap"
+                "{at}: set exactly one of variable, apiCall, configMap, imageRegistry"
             ));
         }
         if let Some(call) = &entry.api_call {

@@ -132,7 +132,7 @@ pub struct ContextEntry {
     #[serde(default)]
     pub config_map: Option<ConfigMapRef>,
     #[serde(default)]
-    pub image_registry: Option<IgnoredAny>,
+    pub image_registry: Option<ImageRegistry>,
     #[serde(default)]
     pub global_reference: Option<IgnoredAny>,
 }
@@ -163,6 +163,19 @@ pub struct ApiCall {
     pub jmes_path: Option<String>,
     #[serde(default)]
     pub default: Option<Value>,
+}
+
+/// A context entry that asks a container registry about an image.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImageRegistry {
+    pub reference: String,
+    #[serde(default)]
+    pub jmes_path: Option<String>,
+    /// Refused when set: policy-server reads registries with its own
+    /// configuration and credentials.
+    #[serde(default)]
+    pub image_registry_credentials: Option<IgnoredAny>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

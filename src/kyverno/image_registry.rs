@@ -1,0 +1,231 @@
+//! Kyverno's `imageRegistry` context entry: what a container registry says
+//! of an image, read through Kubewarden's OCI host capabilities.
+//!
+//! Kyverno gives the entry `{image, resolvedImage, registry, repository,
+//! identifier, manifestList, manifest, configData}`, names spelled as its
+//! registry client spells them (Docker Hub is `index.docker.io`, its
+//! one-segment repositories are under `library/`). The digest alone answers
+//! `resolvedImage`, the manifest and config the rest: each is asked for only
+//! when the entry's `jmesPath` (or its absence) can reach it.
+
+use serde_json::{Map, Value, json};
+
+use crate::cluster::{CachedCluster, ImageRead, Read};
+
+/// Docker Hub as Kyverno's registry client names it.
+const DOCKER_HUB: &str = "index.docker.io";
+
+/// A reference split as Kyverno's registry client splits it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ImageName {
+    pub registry: String,
+    pub repository: String,
+    /// The tag, the digest, or `tag@digest` when the reference has both.
+    pub identifier: String,
+}
+
+impl ImageName {
+    /// `None` for text that is not an image reference.
+    pub fn parse(reference: &str) -> Option<ImageName> {
+        let (repository, tag, digest) = super::images::split_reference(reference.trim())?;
+        // The first segment is a registry when it looks like a host.
+        let (registry, repository) = match repository.split_once('/') {
+            Some((first, path)) if first.contains(['.', ':']) || first == "localhost" => {
+                (first, path.to_string())
+            }
+            _ => (DOCKER_HUB, repository.to_string()),
+        };
+        let registry = if registry == "docker.io" {
+            DOCKER_HUB
+        } else {
+            registry
+        };
+        let repository = if registry == DOCKER_HUB && !repository.contains('/') {
+            format!("library/{repository}")
+        } else {
+            repository
+        };
+        let valid_repository = !repository.is_empty()
+            && repository.split('/').all(|segment| {
+                !segment.is_empty()
+                    && segment
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
+            });
+        if !valid_repository || tag == Some("") || digest == Some("") {
+            return None;
+        }
+        let identifier = match (tag, digest) {
+            (Some(tag), Some(digest)) => format!("{tag}@{digest}"),
+            (None, Some(digest)) => digest.to_string(),
+            (Some(tag), None) => tag.to_string(),
+            (None, None) => "latest".to_string(),
+        };
+        Some(ImageName {
+            registry: registry.to_string(),
+            repository,
+            identifier,
+        })
+    }
+}
+
+/// Whether a `jmesPath` over the entry's data can reach one of `fields`:
+/// no path (the whole data is the value), a path naming one, or one that
+/// takes the data whole.
+fn reaches(jmes_path: Option<&str>, fields: &[&str]) -> bool {
+    const WHOLE: [&str; 7] = ["@", "*", "keys", "values", "to_string", "merge", "items"];
+    jmes_path.is_none_or(|path| {
+        fields
+            .iter()
+            .chain(WHOLE.iter())
+            .any(|word| path.contains(word))
+    })
+}
+
+/// The entry's data for `reference`, reading only what `jmes_path` needs.
+pub fn image_data(
+    reference: &str,
+    jmes_path: Option<&str>,
+    cluster: &CachedCluster,
+) -> Result<Value, String> {
+    let name = ImageName::parse(reference)
+        .ok_or_else(|| format!("{reference:?} is not an image reference"))?;
+    let read = |what| {
+        cluster.read_json(&Read::Image {
+            reference: reference.to_string(),
+            what,
+        })
+    };
+    let resolved = if reaches(jmes_path, &["resolvedImage"]) {
+        let answer = read(ImageRead::Digest)?;
+        let digest = answer
+            .get("digest")
+            .and_then(Value::as_str)
+            .ok_or("the host's answer has no digest")?;
+        json!(format!("{}/{}@{digest}", name.registry, name.repository))
+    } else {
+        Value::Null
+    };
+    let mut data = Map::new();
+    data.insert("image".into(), json!(reference));
+    data.insert("resolvedImage".into(), resolved);
+    data.insert("registry".into(), json!(name.registry));
+    data.insert("repository".into(), json!(name.repository));
+    data.insert("identifier".into(), json!(name.identifier));
+    // Kubewarden's capabilities give the manifest of the host's platform,
+    // not the index above it.
+    data.insert("manifestList".into(), Value::Null);
+    let (manifest, config) = if reaches(jmes_path, &["manifest", "configData"]) {
+        let mut answer = read(ImageRead::ManifestAndConfig)?;
+        let mut take = |key: &str| answer.get_mut(key).map(Value::take).unwrap_or_default();
+        (take("manifest"), take("config"))
+    } else {
+        (Value::Null, Value::Null)
+    };
+    data.insert("manifest".into(), manifest);
+    data.insert("configData".into(), config);
+    Ok(Value::Object(data))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::Cluster;
+
+    #[test]
+    fn references_split_as_kyvernos_registry_client_splits_them() {
+        let cases = [
+            ("busybox", DOCKER_HUB, "library/busybox", "latest"),
+            ("busybox:1.28", DOCKER_HUB, "library/busybox", "1.28"),
+            (
+                "docker.io/kyverno/kyverno:v1",
+                DOCKER_HUB,
+                "kyverno/kyverno",
+                "v1",
+            ),
+            (
+                "ghcr.io/kyverno/test-busybox:1.35",
+                "ghcr.io",
+                "kyverno/test-busybox",
+                "1.35",
+            ),
+            (
+                "localhost:5000/team/app:v1@sha256:abc",
+                "localhost:5000",
+                "team/app",
+                "v1@sha256:abc",
+            ),
+            (
+                "ghcr.io/org/app@sha256:abc",
+                "ghcr.io",
+                "org/app",
+                "sha256:abc",
+            ),
+        ];
+        for (reference, registry, repository, identifier) in cases {
+            let name = ImageName::parse(reference).unwrap();
+            assert_eq!(
+                (
+                    name.registry.as_str(),
+                    name.repository.as_str(),
+                    name.identifier.as_str()
+                ),
+                (registry, repository, identifier),
+                "{reference}"
+            );
+        }
+        for bad in ["", "UPPER/case", "nginx:", "a//b", "nginx@"] {
+            assert!(ImageName::parse(bad).is_none(), "{bad:?}");
+        }
+    }
+
+    /// A registry with one image, counting what is asked of it.
+    struct Registry(std::cell::RefCell<Vec<ImageRead>>);
+
+    impl Cluster for Registry {
+        fn read(&self, read: &Read) -> Result<Vec<u8>, String> {
+            let Read::Image { reference, what } = read else {
+                return Err("not an image read".into());
+            };
+            self.0.borrow_mut().push(*what);
+            if reference != "ghcr.io/org/app:1" {
+                return Err(format!("{reference}: manifest unknown"));
+            }
+            Ok(match what {
+                ImageRead::Digest => br#"{"digest":"sha256:index"}"#.to_vec(),
+                ImageRead::ManifestAndConfig => br#"{"digest":"sha256:amd64","manifest":{"schemaVersion":2},"config":{"config":{"User":"1000"}}}"#.to_vec(),
+            })
+        }
+    }
+
+    #[test]
+    fn the_digest_alone_answers_resolved_image() {
+        let registry = Registry(Default::default());
+        let cluster = CachedCluster::new(&registry);
+        let data = image_data("ghcr.io/org/app:1", Some("resolvedImage"), &cluster).unwrap();
+        assert_eq!(data["resolvedImage"], "ghcr.io/org/app@sha256:index");
+        assert_eq!(data["identifier"], "1");
+        assert_eq!(*registry.0.borrow(), [ImageRead::Digest]);
+        // Asked again in the same evaluation: answered from the cache.
+        image_data("ghcr.io/org/app:1", Some("resolvedImage"), &cluster).unwrap();
+        assert_eq!(registry.0.borrow().len(), 1);
+    }
+
+    #[test]
+    fn the_config_is_read_when_the_path_reaches_it() {
+        let registry = Registry(Default::default());
+        let cluster = CachedCluster::new(&registry);
+        let data = image_data(
+            "ghcr.io/org/app:1",
+            Some("configData.config.User"),
+            &cluster,
+        )
+        .unwrap();
+        assert_eq!(data["configData"]["config"]["User"], "1000");
+        assert_eq!(data["manifest"]["schemaVersion"], 2);
+        assert_eq!(*registry.0.borrow(), [ImageRead::ManifestAndConfig]);
+        let missing = image_data("ghcr.io/org/other:1", None, &cluster).unwrap_err();
+        assert!(missing.contains("manifest unknown"), "{missing}");
+        assert!(image_data("Not An Image", None, &cluster).is_err());
+    }
+}
