@@ -18,9 +18,20 @@ all: policy.wasm
 wasm-target:
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
 
-policy.wasm: $(SOURCES) | wasm-target
+# binaryen's wasm-opt, from npm (Node runs it): -Os takes 12 % off the module
+# and leaves an evaluation as fast (docs/performance.md, "Module size").
+WASM_OPT := tools/binaryen/node_modules/binaryen/bin/wasm-opt
+# The features rustc's wasm32-wasip1 output uses; wasm-opt adds none of its own.
+WASM_FEATURES := --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+	--enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue
+
+$(WASM_OPT): tools/binaryen/package.json tools/binaryen/package-lock.json
+	cd tools/binaryen && npm ci --silent --no-audit --no-fund
+	touch $@
+
+policy.wasm: $(SOURCES) $(WASM_OPT) | wasm-target
 	$(CARGO) build --locked -p node-metadata-policy --target $(WASM_TARGET) --release
-	cp $(POLICY_BUILD) $@
+	node $(WASM_OPT) -Os $(WASM_FEATURES) $(POLICY_BUILD) -o $@
 
 baseline.wasm: e2e-tests/baseline-policy/src/lib.rs | wasm-target
 	$(CARGO) build --locked -p baseline-policy --target $(WASM_TARGET) --release
