@@ -110,7 +110,7 @@ struct SubresourceName {
 
 /// A request for an object of a subresource kind, as the API server sends
 /// it: the parent's resource, the subresource, the object's kind.
-fn subresource_request(request: &mut Value, subresources: &[(String, String, String)]) {
+pub fn subresource_request(request: &mut Value, subresources: &[(String, String, String)]) {
     let kind = request["kind"]["kind"]
         .as_str()
         .unwrap_or_default()
@@ -164,7 +164,7 @@ pub fn find_tests(root: &Path) -> Vec<PathBuf> {
     found
 }
 
-fn read_documents(path: &Path) -> Result<Vec<Value>> {
+pub fn read_documents(path: &Path) -> Result<Vec<Value>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut docs = Vec::new();
@@ -190,7 +190,7 @@ fn read_documents(path: &Path) -> Result<Vec<Value>> {
 /// Kinds without a namespace; every other object gets `default` when its
 /// file names none, as the API server gives it one on creation (Kyverno's CLI
 /// does the same for the resources and the expected results).
-const CLUSTER_SCOPED: [&str; 16] = [
+pub const CLUSTER_SCOPED: [&str; 16] = [
     "Namespace",
     "Node",
     "PersistentVolume",
@@ -209,7 +209,7 @@ const CLUSTER_SCOPED: [&str; 16] = [
     "ClusterIssuer",
 ];
 
-fn with_default_namespace(mut object: Value) -> Value {
+pub fn with_default_namespace(mut object: Value) -> Value {
     let namespaced = !CLUSTER_SCOPED.contains(&kind_of(&object));
     if namespaced
         && namespace_of(&object).is_empty()
@@ -220,15 +220,15 @@ fn with_default_namespace(mut object: Value) -> Value {
     object
 }
 
-fn name_of(object: &Value) -> &str {
+pub fn name_of(object: &Value) -> &str {
     object["metadata"]["name"].as_str().unwrap_or_default()
 }
 
-fn namespace_of(object: &Value) -> &str {
+pub fn namespace_of(object: &Value) -> &str {
     object["metadata"]["namespace"].as_str().unwrap_or_default()
 }
 
-fn kind_of(object: &Value) -> &str {
+pub fn kind_of(object: &Value) -> &str {
     object["kind"].as_str().unwrap_or_default()
 }
 
@@ -252,7 +252,7 @@ fn find_resource<'a>(objects: &'a [Value], kind: &str, reference: &str) -> Optio
 
 /// A policy document the settings take whole: a ClusterPolicy or Policy,
 /// a MutatingPolicy or NamespacedMutatingPolicy, a MutatingAdmissionPolicy.
-fn is_supported_policy(doc: &Value) -> bool {
+pub fn is_supported_policy(doc: &Value) -> bool {
     let api = doc["apiVersion"].as_str().unwrap_or_default();
     (api.starts_with("kyverno.io/") && matches!(kind_of(doc), "ClusterPolicy" | "Policy"))
         || (api.starts_with("policies.kyverno.io/")
@@ -271,7 +271,7 @@ fn names_policy(exception: &Value, policy: &Value) -> bool {
 }
 
 /// Policies that apply only in their own namespace.
-fn is_namespaced_policy(doc: &Value) -> bool {
+pub fn is_namespaced_policy(doc: &Value) -> bool {
     matches!(kind_of(doc), "Policy" | "NamespacedMutatingPolicy")
 }
 
@@ -443,6 +443,27 @@ impl Capabilities for TestCluster {
             ));
         }
         answer
+    }
+}
+
+impl TestCluster {
+    /// A host answering from `cluster`, recording every exchange; `subresources`
+    /// are (kind, parent resource, subresource), e.g. a Binding as `pods/binding`.
+    pub fn new(
+        cluster: InMemoryCluster,
+        subresources: Vec<(String, String, String)>,
+    ) -> TestCluster {
+        TestCluster {
+            cluster,
+            exchanges: Mutex::default(),
+            subresources,
+            exceptions: Vec::new(),
+        }
+    }
+
+    /// The exchanges recorded so far.
+    pub fn recorded(&self) -> Vec<Exchange> {
+        self.exchanges.lock().map(|e| e.clone()).unwrap_or_default()
     }
 }
 
