@@ -31,7 +31,7 @@ impl Default for SimulatedCluster {
                 "node-role.kubernetes.io/control-plane": "",
             }},
             "status": {"nodeInfo": {"containerRuntimeVersion": "containerd://2.1.3",
-                "kubeletVersion": "v1.34.0", "operatingSystem": "linux", "architecture": "amd64"}},
+                "kubeletVersion": "v1.35.0", "operatingSystem": "linux", "architecture": "amd64"}},
         })];
         for namespace in ["default", "kube-system", "kyverno", TEST_NAMESPACE] {
             objects.push(json!({
@@ -136,5 +136,28 @@ pub fn merge(existing: &Value, document: &Value) -> Value {
             Value::Object(out)
         }
         _ => document.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apply_merges_maps_and_replaces_lists() {
+        let old = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"ports": [1, 2]}});
+        let new = json!({"metadata": {"labels": {"b": "3", "a": null}}, "spec": {"ports": [3]}});
+        assert_eq!(
+            merge(&old, &new),
+            json!({"metadata": {"labels": {"b": "3"}}, "spec": {"ports": [3]}})
+        );
+    }
+
+    #[test]
+    fn namespaced_objects_go_to_the_test_namespace() {
+        let pod = in_test_namespace(json!({"kind": "Pod", "metadata": {"name": "p"}}));
+        assert_eq!(pod["metadata"]["namespace"], TEST_NAMESPACE);
+        let node = in_test_namespace(json!({"kind": "Node", "metadata": {"name": "n"}}));
+        assert!(node["metadata"].get("namespace").is_none());
     }
 }

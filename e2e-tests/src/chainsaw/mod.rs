@@ -301,7 +301,7 @@ impl Run<'_> {
 
     /// The scheduler binds a new Pod to the Node: a `pods/binding` CREATE from
     /// `system:kube-scheduler`; the API server then copies the Binding's
-    /// annotations onto the Pod and sets `spec.nodeName`.
+    /// annotations and labels onto the Pod and sets `spec.nodeName`.
     fn schedule(&mut self, step: usize, mut pod: Value) {
         let binding = json!({
             "apiVersion": "v1", "kind": "Binding",
@@ -310,9 +310,13 @@ impl Run<'_> {
         });
         match self.admit(&binding, None, Some("system:kube-scheduler")) {
             Ok(binding) => {
-                if let Some(annotations) = binding["metadata"]["annotations"].as_object() {
-                    for (key, value) in annotations {
-                        pod["metadata"]["annotations"][key] = value.clone();
+                // Labels too: the simulated cluster is Kubernetes 1.35, where
+                // `PodTopologyLabelsAdmission` is on by default.
+                for field in ["annotations", "labels"] {
+                    if let Some(copied) = binding["metadata"][field].as_object() {
+                        for (key, value) in copied {
+                            pod["metadata"][field][key] = value.clone();
+                        }
                     }
                 }
                 pod["spec"]["nodeName"] = json!(NODE_NAME);

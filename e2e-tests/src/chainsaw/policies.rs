@@ -190,3 +190,49 @@ impl LoadedPolicies {
             .then(|| settings_of(documents))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_background_rule_whose_target_is_its_trigger_becomes_a_mutation() {
+        let policy = json!({"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
+            "metadata": {"name": "label-nodes"},
+            "spec": {"mutateExistingOnPolicyUpdate": true, "rules": [{"name": "r",
+                "match": {"any": [{"resources": {"kinds": ["Node"]}}]},
+                "mutate": {"patchStrategicMerge": {"metadata": {"labels": {"foo": "bar"}}},
+                    "targets": [{"apiVersion": "v1", "kind": "Node",
+                        "name": "{{ request.object.metadata.name }}"}]}}]}});
+        let (kind, rewritten) = background_as_admission(&policy).expect("rewritten");
+        assert_eq!(kind, "Node");
+        assert!(
+            rewritten["spec"]
+                .get("mutateExistingOnPolicyUpdate")
+                .is_none()
+        );
+        assert!(
+            rewritten["spec"]["rules"][0]["mutate"]
+                .get("targets")
+                .is_none()
+        );
+        let mut other = policy.clone();
+        other["spec"]["rules"][0]["mutate"]["targets"][0]["name"] = json!("x");
+        assert!(background_as_admission(&other).is_none());
+    }
+
+    #[test]
+    fn several_documents_go_under_policies_and_namespaced_ones_stay_home() {
+        let mut loaded = LoadedPolicies::default();
+        let cluster = json!({"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy",
+            "metadata": {"name": "a"}});
+        let namespaced = json!({"apiVersion": "policies.kyverno.io/v1",
+            "kind": "NamespacedMutatingPolicy", "metadata": {"name": "b", "namespace": "ns"}});
+        loaded.documents = vec![cluster.clone(), namespaced.clone()];
+        assert_eq!(loaded.settings_for("other"), Some(cluster.clone()));
+        assert_eq!(
+            loaded.settings_for("ns"),
+            Some(json!({"policies": [cluster, namespaced]}))
+        );
+    }
+}
