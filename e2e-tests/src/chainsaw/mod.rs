@@ -79,6 +79,15 @@ pub fn out_of_scope(test: &ChainsawTest) -> Option<String> {
     None
 }
 
+/// What the kubelet makes of a Pod placed on a Node: it runs (a Pod that
+/// is not on a Node is returned as it is).
+fn running(mut object: Value) -> Value {
+    if kind_of(&object) == "Pod" && object["status"]["phase"].is_null() {
+        object["status"]["phase"] = json!("Running");
+    }
+    object
+}
+
 struct Run<'a> {
     module: &'a PolicyModule,
     kwctl: Option<StepCheck<'a>>,
@@ -203,13 +212,16 @@ impl Run<'_> {
         match (admitted, expect) {
             (Ok(object), Expectation::Success) => {
                 let unbound = kind_of(&object) == "Pod"
-                    && old.is_none()
                     && object["spec"]["nodeName"]
                         .as_str()
                         .is_none_or(str::is_empty);
-                self.cluster.put(object.clone());
-                if unbound {
-                    self.schedule(step, object);
+                match (unbound, old.is_none()) {
+                    (true, true) => {
+                        self.cluster.put(object.clone());
+                        self.schedule(step, object);
+                    }
+                    (false, true) => self.cluster.put(running(object)),
+                    _ => self.cluster.put(object),
                 }
                 Ok(())
             }
@@ -320,7 +332,7 @@ impl Run<'_> {
                     }
                 }
                 pod["spec"]["nodeName"] = json!(NODE_NAME);
-                self.cluster.put(pod);
+                self.cluster.put(running(pod));
             }
             Err(message) => self.report.notes.push(format!(
                 "step {step}: the Binding of Pod {} was rejected ({message}); the Pod stays pending",

@@ -152,6 +152,11 @@ impl LoadedPolicies {
             documents
         };
         let documents = with(doc);
+        // Exceptions alone wait for the policies they name.
+        if documents.iter().all(is_exception) {
+            self.documents = documents;
+            return Ok(None);
+        }
         let Some(message) = verdict(&documents)? else {
             self.documents = documents;
             return Ok(None);
