@@ -39,6 +39,10 @@ impl Default for SimulatedCluster {
                 "metadata": {"name": namespace,
                     "labels": {"kubernetes.io/metadata.name": namespace}},
             }));
+            objects.push(json!({
+                "apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": "default", "namespace": namespace},
+            }));
         }
         SimulatedCluster { objects }
     }

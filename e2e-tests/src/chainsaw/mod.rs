@@ -7,6 +7,7 @@
 //! compare as chainsaw does ([`assert`]). What needs a controller, a script or
 //! a live cluster skips the test with the reason.
 
+pub mod api_server;
 pub mod assert;
 pub mod cluster;
 mod policies;
@@ -110,7 +111,7 @@ pub fn run_chainsaw_test(
         kwctl,
         cluster: SimulatedCluster::default(),
         policies: LoadedPolicies::default(),
-        applied_kinds: vec!["Node".into(), "Namespace".into()],
+        applied_kinds: vec!["Node".into(), "Namespace".into(), "ServiceAccount".into()],
         report: TestReport {
             outcome: TestOutcome::Pass,
             notes: Vec::new(),
@@ -208,6 +209,10 @@ impl Run<'_> {
             _ => document,
         };
         self.applied_kinds.push(kind_of(&object).to_string());
+        let object = match old {
+            None => api_server::before_webhooks(object),
+            Some(_) => object,
+        };
         let admitted = self.admit(&object, old.as_ref(), None);
         match (admitted, expect) {
             (Ok(object), Expectation::Success) => {
@@ -220,7 +225,13 @@ impl Run<'_> {
                         self.cluster.put(object.clone());
                         self.schedule(step, object);
                     }
-                    (false, true) => self.cluster.put(running(object)),
+                    (false, true) => {
+                        let service_account = api_server::default_service_account(&object);
+                        self.cluster.put(running(object));
+                        if let Some(account) = service_account {
+                            self.controller_creates(step, account)?;
+                        }
+                    }
                     _ => self.cluster.put(object),
                 }
                 Ok(())
@@ -341,6 +352,25 @@ impl Run<'_> {
         }
     }
 
+    /// An object a built-in controller creates, through admission as any.
+    fn controller_creates(&mut self, step: usize, object: Value) -> Result<(), TestOutcome> {
+        if self.cluster.get(&object).is_some() {
+            return Ok(());
+        }
+        let user = api_server::SERVICE_ACCOUNT_CONTROLLER;
+        match self.admit(&object, None, Some(user)) {
+            Ok(object) => {
+                self.cluster.put(object);
+                Ok(())
+            }
+            Err(message) => Err(TestOutcome::Fail(format!(
+                "step {step}: the controller's {} {} was rejected: {message}",
+                kind_of(&object),
+                name_of(&object)
+            ))),
+        }
+    }
+
     /// Kyverno's background controller for a policy whose targets are the
     /// trigger itself (`mutateExistingOnPolicyUpdate`): every existing object
     /// of the kind goes through the rule as an UPDATE.
@@ -391,7 +421,8 @@ impl Run<'_> {
         }
         let mut first_difference = None;
         for candidate in self.cluster.candidates(&expected) {
-            match assert::is_subset(candidate, &expected, "") {
+            let served = api_server::served_as(candidate, &expected);
+            match assert::is_subset(&served, &expected, "") {
                 Ok(()) => return Ok(()),
                 Err(difference) => {
                     first_difference.get_or_insert(difference);
@@ -415,10 +446,9 @@ impl Run<'_> {
     }
 
     fn error(&mut self, step: usize, expected: &Value) -> Result<(), TestOutcome> {
-        let matched = self
-            .cluster
-            .candidates(expected)
-            .any(|candidate| assert::is_subset(candidate, expected, "").is_ok());
+        let matched = self.cluster.candidates(expected).any(|candidate| {
+            assert::is_subset(&api_server::served_as(candidate, expected), expected, "").is_ok()
+        });
         if matched {
             return Err(TestOutcome::Fail(format!(
                 "step {step}: error expects no {} {} like this, one is in the cluster",
