@@ -37,8 +37,8 @@ pub enum TestOutcome {
 #[derive(Debug, Clone)]
 pub struct TestReport {
     pub outcome: TestOutcome,
-    /// Operations noted and not played (a `sleep`, a Kyverno ConfigMap edit,
-    /// a simulated controller).
+    /// Operations noted and not played (a Kyverno ConfigMap edit), a
+    /// simulated controller, a refusal the test expected.
     pub notes: Vec<String>,
     /// Admission requests the policy evaluated.
     pub requests: usize,
@@ -159,6 +159,7 @@ impl Run<'_> {
                 ))),
                 false => Ok(()),
             },
+            Operation::Sleep => Ok(()),
             Operation::Noted(note) => {
                 self.report.notes.push(note.clone());
                 Ok(())

@@ -43,8 +43,9 @@ pub enum Operation {
     /// A step template that waits for a policy to be ready: the loaded
     /// (validated) settings are that.
     PolicyReady,
-    /// Nothing to do in a simulation (`sleep`), or a script that only
-    /// reconfigures Kyverno: noted, not played.
+    /// Nothing to wait for: admission is synchronous here.
+    Sleep,
+    /// A script that only reconfigures Kyverno: noted, not played.
     Noted(String),
     /// What the simulation cannot play; the test is skipped with this reason.
     Unsupported(String),
@@ -226,9 +227,7 @@ fn operation(dir: &Path, op: &Value, step: usize) -> Operation {
         }
     }
     if op.get("sleep").is_some() {
-        return Operation::Noted(format!(
-            "step {step} sleeps (admission is synchronous here)"
-        ));
+        return Operation::Sleep;
     }
     if let Some(content) = op["script"]["content"].as_str() {
         if content.contains("configmap -n kyverno kyverno") && content.contains("kubectl apply") {
