@@ -145,6 +145,11 @@ struct NamespaceLabels {
 
 /// Every `kyverno-test.yaml` under `root`, sorted.
 pub fn find_tests(root: &Path) -> Vec<PathBuf> {
+    find_files_named(root, "kyverno-test.yaml")
+}
+
+/// Every file called `file_name` under `root`, sorted.
+pub fn find_files_named(root: &Path, file_name: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -155,7 +160,7 @@ pub fn find_tests(root: &Path) -> Vec<PathBuf> {
             let path = entry.path();
             if path.is_dir() {
                 stack.push(path);
-            } else if path.file_name().is_some_and(|n| n == "kyverno-test.yaml") {
+            } else if path.file_name().is_some_and(|n| n == file_name) {
                 found.push(path);
             }
         }
@@ -521,23 +526,19 @@ fn test_cluster(values: &Values, policies: &[Value]) -> TestCluster {
             }
         }
     }
-    TestCluster {
-        cluster,
-        exchanges: Mutex::default(),
-        subresources: values
-            .subresources
-            .iter()
-            .filter_map(|s| {
-                let (_, sub) = s.subresource.name.split_once('/')?;
-                Some((
-                    s.subresource.kind.clone(),
-                    s.parent_resource.name.clone(),
-                    sub.to_string(),
-                ))
-            })
-            .collect(),
-        exceptions: Vec::new(),
-    }
+    let subresources = values
+        .subresources
+        .iter()
+        .filter_map(|s| {
+            let (_, sub) = s.subresource.name.split_once('/')?;
+            Some((
+                s.subresource.kind.clone(),
+                s.parent_resource.name.clone(),
+                sub.to_string(),
+            ))
+        })
+        .collect();
+    TestCluster::new(cluster, subresources)
 }
 
 /// One application of one policy to one object, as the steps kwctl replays.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use crate::conformance::read_documents;
+use crate::conformance::{find_files_named, read_documents};
 
 /// How an object reaches the cluster: chainsaw's `apply` creates or merges,
 /// `create` only creates, `update` replaces, `patch` merges into what exists.
@@ -61,23 +61,7 @@ pub struct ChainsawTest {
 
 /// Every `chainsaw-test.yaml` under `root`, sorted.
 pub fn find_chainsaw_tests(root: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.file_name().is_some_and(|n| n == "chainsaw-test.yaml") {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found
+    find_files_named(root, "chainsaw-test.yaml")
 }
 
 pub fn read_test(path: &Path) -> Result<ChainsawTest> {
