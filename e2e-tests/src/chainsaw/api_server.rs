@@ -6,10 +6,12 @@ use serde_json::{Value, json};
 
 use crate::conformance::{kind_of, name_of};
 
-/// The built-in mutating admission a new object goes through before the
-/// webhooks: `DefaultTolerationSeconds` gives a Pod 300 s tolerations of
-/// `not-ready` and `unreachable` Nodes, where it has none for those keys.
-pub fn before_webhooks(mut object: Value) -> Value {
+/// What a new object goes through before the webhooks: defaulting, and the
+/// built-in mutating admission `DefaultTolerationSeconds`, which gives a Pod
+/// 300 s tolerations of `not-ready` and `unreachable` Nodes, where it has
+/// none for those keys.
+pub fn before_webhooks(object: Value) -> Value {
+    let mut object = with_defaults(object);
     if kind_of(&object) != "Pod" {
         return object;
     }
@@ -29,6 +31,30 @@ pub fn before_webhooks(mut object: Value) -> Value {
                 json!({"key": key, "operator": "Exists", "effect": "NoExecute",
                 "tolerationSeconds": 300}),
             );
+        }
+    }
+    object
+}
+
+/// Schema defaulting the tests read back, done on every object the API
+/// server decodes (before the webhooks and again on what they return): a
+/// `hostPath` volume's `type` is `""`, in a Pod and in the Pod templates of
+/// its controllers.
+pub fn with_defaults(mut object: Value) -> Value {
+    for pointer in [
+        "/spec/volumes",
+        "/spec/template/spec/volumes",
+        "/spec/jobTemplate/spec/template/spec/volumes",
+    ] {
+        for volume in object
+            .pointer_mut(pointer)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(host_path) = volume.get_mut("hostPath").and_then(Value::as_object_mut) {
+                host_path.entry("type").or_insert(json!(""));
+            }
         }
     }
     object
@@ -86,6 +112,18 @@ mod tests {
                 &json!("node.kubernetes.io/not-ready")
             ]
         );
+    }
+
+    #[test]
+    fn host_path_volumes_get_their_default_type() {
+        let deployment = json!({"kind": "Deployment", "spec": {"template": {"spec": {"volumes": [
+            {"name": "a", "hostPath": {"path": "/a"}},
+            {"name": "b", "hostPath": {"path": "/b", "type": "Directory"}},
+            {"name": "c", "emptyDir": {}}]}}}});
+        let volumes = &with_defaults(deployment)["spec"]["template"]["spec"]["volumes"];
+        assert_eq!(volumes[0]["hostPath"]["type"], "");
+        assert_eq!(volumes[1]["hostPath"]["type"], "Directory");
+        assert!(volumes[2]["emptyDir"].get("type").is_none());
     }
 
     #[test]

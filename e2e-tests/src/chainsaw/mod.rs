@@ -212,10 +212,10 @@ impl Run<'_> {
         self.applied_kinds.push(kind_of(&object).to_string());
         let object = match old {
             None => api_server::before_webhooks(object),
-            Some(_) => object,
+            Some(_) => api_server::with_defaults(object),
         };
         let admitted = self.admit(&object, old.as_ref(), None);
-        match (admitted, expect) {
+        match (admitted.map(api_server::with_defaults), expect) {
             (Ok(object), Expectation::Success) => {
                 let unbound = kind_of(&object) == "Pod"
                     && object["spec"]["nodeName"]
