@@ -85,7 +85,7 @@ oci-test:
 # Kyverno CLI tests (kyverno-test.yaml files under KYVERNO_TESTS) through
 # policy.wasm, and through kwctl too when it is installed.
 kyverno-conformance: policy.wasm
-	@test -n "$(KYVERNO_TESTS)" || { echo "usage: make kyverno-conformance KYVERNO_TESTS=<directory of Kyverno CLI tests>"; exit 2; }
+	@test -n "$(KYVERNO_TESTS)" || { echo "usage: make kyverno-conformance KYVERNO_TESTS=<directory of Kyverno CLI tests and/or chainsaw tests>"; exit 2; }
 	@if command -v kwctl >/dev/null; then $(MAKE) --no-print-directory annotated-policy.wasm; fi
 	$(HOST) kyverno-conformance -- policy.wasm "$(KYVERNO_TESTS)" "$(CURDIR)/annotated-policy.wasm"
 

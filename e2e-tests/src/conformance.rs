@@ -115,7 +115,7 @@ struct SubresourceName {
 
 /// A request for an object of a subresource kind, as the API server sends
 /// it: the parent's resource, the subresource, the object's kind.
-fn subresource_request(request: &mut Value, subresources: &[(String, String, String)]) {
+pub fn subresource_request(request: &mut Value, subresources: &[(String, String, String)]) {
     let kind = request["kind"]["kind"]
         .as_str()
         .unwrap_or_default()
@@ -150,6 +150,11 @@ struct NamespaceLabels {
 
 /// Every `kyverno-test.yaml` under `root`, sorted.
 pub fn find_tests(root: &Path) -> Vec<PathBuf> {
+    find_files_named(root, "kyverno-test.yaml")
+}
+
+/// Every file called `file_name` under `root`, sorted.
+pub fn find_files_named(root: &Path, file_name: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -160,7 +165,7 @@ pub fn find_tests(root: &Path) -> Vec<PathBuf> {
             let path = entry.path();
             if path.is_dir() {
                 stack.push(path);
-            } else if path.file_name().is_some_and(|n| n == "kyverno-test.yaml") {
+            } else if path.file_name().is_some_and(|n| n == file_name) {
                 found.push(path);
             }
         }
@@ -169,7 +174,7 @@ pub fn find_tests(root: &Path) -> Vec<PathBuf> {
     found
 }
 
-fn read_documents(path: &Path) -> Result<Vec<Value>> {
+pub fn read_documents(path: &Path) -> Result<Vec<Value>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut docs = Vec::new();
@@ -195,7 +200,7 @@ fn read_documents(path: &Path) -> Result<Vec<Value>> {
 /// Kinds without a namespace; every other object gets `default` when its
 /// file names none, as the API server gives it one on creation (Kyverno's CLI
 /// does the same for the resources and the expected results).
-const CLUSTER_SCOPED: [&str; 16] = [
+pub const CLUSTER_SCOPED: [&str; 16] = [
     "Namespace",
     "Node",
     "PersistentVolume",
@@ -214,7 +219,7 @@ const CLUSTER_SCOPED: [&str; 16] = [
     "ClusterIssuer",
 ];
 
-fn with_default_namespace(mut object: Value) -> Value {
+pub fn with_default_namespace(mut object: Value) -> Value {
     let namespaced = !CLUSTER_SCOPED.contains(&kind_of(&object));
     if namespaced
         && namespace_of(&object).is_empty()
@@ -225,15 +230,15 @@ fn with_default_namespace(mut object: Value) -> Value {
     object
 }
 
-fn name_of(object: &Value) -> &str {
+pub fn name_of(object: &Value) -> &str {
     object["metadata"]["name"].as_str().unwrap_or_default()
 }
 
-fn namespace_of(object: &Value) -> &str {
+pub fn namespace_of(object: &Value) -> &str {
     object["metadata"]["namespace"].as_str().unwrap_or_default()
 }
 
-fn kind_of(object: &Value) -> &str {
+pub fn kind_of(object: &Value) -> &str {
     object["kind"].as_str().unwrap_or_default()
 }
 
@@ -257,7 +262,7 @@ fn find_resource<'a>(objects: &'a [Value], kind: &str, reference: &str) -> Optio
 
 /// A policy document the settings take whole: a ClusterPolicy or Policy,
 /// a MutatingPolicy or NamespacedMutatingPolicy, a MutatingAdmissionPolicy.
-fn is_supported_policy(doc: &Value) -> bool {
+pub fn is_supported_policy(doc: &Value) -> bool {
     let api = doc["apiVersion"].as_str().unwrap_or_default();
     (api.starts_with("kyverno.io/") && matches!(kind_of(doc), "ClusterPolicy" | "Policy"))
         || (api.starts_with("policies.kyverno.io/")
@@ -276,7 +281,7 @@ fn names_policy(exception: &Value, policy: &Value) -> bool {
 }
 
 /// Policies that apply only in their own namespace.
-fn is_namespaced_policy(doc: &Value) -> bool {
+pub fn is_namespaced_policy(doc: &Value) -> bool {
     matches!(kind_of(doc), "Policy" | "NamespacedMutatingPolicy")
 }
 
@@ -455,6 +460,28 @@ impl Capabilities for TestCluster {
     }
 }
 
+impl TestCluster {
+    /// A host answering from `cluster`, recording every exchange; `subresources`
+    /// are (kind, parent resource, subresource), e.g. a Binding as `pods/binding`.
+    pub fn new(
+        cluster: InMemoryCluster,
+        subresources: Vec<(String, String, String)>,
+    ) -> TestCluster {
+        TestCluster {
+            cluster,
+            exchanges: Mutex::default(),
+            subresources,
+            exceptions: Vec::new(),
+            resource_kinds: Vec::new(),
+        }
+    }
+
+    /// The exchanges recorded so far.
+    pub fn recorded(&self) -> Vec<Exchange> {
+        self.exchanges.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+}
+
 fn set_path(target: &mut Value, path: &[&str], value: Value) {
     let Some((first, rest)) = path.split_first() else {
         *target = value;
@@ -509,24 +536,19 @@ fn test_cluster(values: &Values, policies: &[Value]) -> TestCluster {
             }
         }
     }
-    TestCluster {
-        cluster,
-        exchanges: Mutex::default(),
-        subresources: values
-            .subresources
-            .iter()
-            .filter_map(|s| {
-                let (_, sub) = s.subresource.name.split_once('/')?;
-                Some((
-                    s.subresource.kind.clone(),
-                    s.parent_resource.name.clone(),
-                    sub.to_string(),
-                ))
-            })
-            .collect(),
-        exceptions: Vec::new(),
-        resource_kinds: Vec::new(),
-    }
+    let subresources = values
+        .subresources
+        .iter()
+        .filter_map(|s| {
+            let (_, sub) = s.subresource.name.split_once('/')?;
+            Some((
+                s.subresource.kind.clone(),
+                s.parent_resource.name.clone(),
+                sub.to_string(),
+            ))
+        })
+        .collect();
+    TestCluster::new(cluster, subresources)
 }
 
 /// Kyverno's CLI reads no registry: an `imageRegistry` context entry takes

@@ -5,6 +5,7 @@
 //! `mutated_object` into a JSON Patch with a `json-patch` diff.
 
 pub mod capabilities;
+pub mod chainsaw;
 pub mod conformance;
 pub mod policy;
 pub mod session;

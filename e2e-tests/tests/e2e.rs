@@ -268,6 +268,27 @@ fn replay_corpus(module: &PolicyModule, warm: bool) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The chainsaw runner on tests of this repository: one that must pass (a
+/// Pod annotated at binding, asserted with a JMESPath key and an `error`),
+/// one whose assert must fail.
+fn chainsaw_runner(module: &PolicyModule) -> Result<(), Failed> {
+    use policy_host::chainsaw::{TestOutcome, read_test, run_chainsaw_test};
+    let dir = repo_root().join("e2e-tests/chainsaw");
+    let run = |name: &str| -> Result<TestOutcome, Failed> {
+        let test = read_test(&dir.join(name).join("chainsaw-test.yaml"))
+            .map_err(|e| Failed::from(format!("{name}: {e:#}")))?;
+        Ok(run_chainsaw_test(module, &test, None).outcome)
+    };
+    match run("binding-annotation")? {
+        TestOutcome::Pass => {}
+        other => return Err(format!("binding-annotation: {other:?}").into()),
+    }
+    match run("wrong-assert")? {
+        TestOutcome::Fail(why) if why.contains("node-os") => Ok(()),
+        other => Err(format!("wrong-assert should fail on node-os: {other:?}").into()),
+    }
+}
+
 fn main() {
     let args = Arguments::from_args();
     let manifest = repo_root().join("e2e-tests/cases.json");
@@ -299,6 +320,12 @@ fn main() {
             };
             Trial::test(name, move || replay_corpus(&module, warm))
         }))
+        .chain({
+            let module = module.clone();
+            [Trial::test("chainsaw_runner", move || {
+                chainsaw_runner(&module)
+            })]
+        })
         .collect();
     libtest_mimic::run(&args, trials).exit();
 }

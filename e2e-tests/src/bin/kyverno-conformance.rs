@@ -1,6 +1,8 @@
 //! `make kyverno-conformance KYVERNO_TESTS=DIR`: runs every Kyverno CLI test
-//! under DIR through the policy (see `policy_host::conformance`), and through
-//! kwctl too when it is on PATH. One line per result, then a summary.
+//! under DIR through the policy (see `policy_host::conformance`), then every
+//! chainsaw test with a mutating policy (see `policy_host::chainsaw`), and
+//! through kwctl too when it is on PATH. One line per result, then a summary
+//! for each kind of test.
 //!
 //! Usage: kyverno-conformance POLICY.wasm DIR [ANNOTATED.wasm]
 
@@ -9,6 +11,9 @@ use std::process::Command;
 
 use anyhow::{Result, bail};
 use policy_host::PolicyModule;
+use policy_host::chainsaw::{
+    TestOutcome, find_chainsaw_tests, out_of_scope, read_test, run_chainsaw_test,
+};
 use policy_host::conformance::{Outcome, Step, StepCheck, find_tests, run_test, session_yaml};
 use serde_json::{Value, json};
 
@@ -29,7 +34,7 @@ fn kwctl_step(annotated: &Path, work: &Path, step: &Step) -> Result<(), String> 
         "spec": {
             "module": format!("file://{}", annotated.display()),
             "mutating": true,
-            "rules": [{"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE"]}],
+            "rules": [{"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE", "UPDATE"]}],
             "settings": step.settings,
             "contextAwareResources": granted,
         }
@@ -102,33 +107,8 @@ fn kwctl_step(annotated: &Path, work: &Path, step: &Step) -> Result<(), String> 
     Ok(())
 }
 
-fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let [wasm, dir, rest @ ..] = args.as_slice() else {
-        bail!("usage: kyverno-conformance POLICY.wasm DIR [ANNOTATED.wasm]");
-    };
-    let module = PolicyModule::load(Path::new(wasm))?;
-    let annotated = rest.first().map(PathBuf::from).filter(|p| p.exists());
-    let work = std::env::temp_dir().join(format!("kyverno-conformance-{}", std::process::id()));
-    std::fs::create_dir_all(&work)?;
-    let kwctl_available = annotated.is_some()
-        && Command::new("kwctl")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-    let check =
-        |step: &Step| kwctl_step(annotated.as_deref().unwrap_or(Path::new("")), &work, step);
-    let kwctl: Option<StepCheck> = if kwctl_available { Some(&check) } else { None };
-    println!(
-        "kwctl: {}",
-        if kwctl_available {
-            "every step also runs through kwctl"
-        } else {
-            "SKIPPED (kwctl or the annotated module not available)"
-        }
-    );
-
-    let root = Path::new(dir);
+/// `kyverno test` directories: one line per mutate result, then a summary.
+fn report_cli_tests(module: &PolicyModule, root: &Path, kwctl: Option<StepCheck>) {
     let (mut pass, mut fail, mut refused, mut skipped, mut kwctl_diff) = (0, 0, 0, 0, 0);
     for test in find_tests(root) {
         let shown = test
@@ -136,7 +116,7 @@ fn main() -> Result<()> {
             .unwrap_or(&test)
             .display()
             .to_string();
-        let lines = match run_test(&module, &test, kwctl) {
+        let lines = match run_test(module, &test, kwctl) {
             Ok(lines) => lines,
             Err(e) => {
                 println!("skipped  {shown}: {e:#}");
@@ -169,9 +149,97 @@ fn main() -> Result<()> {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&work);
     println!(
         "summary: {pass} pass, {fail} fail, {refused} refused, {skipped} skipped; kwctl disagreed on {kwctl_diff}"
     );
+}
+
+/// Chainsaw tests with a mutating policy: one line per test, then a summary.
+fn report_chainsaw_tests(module: &PolicyModule, root: &Path, kwctl: Option<StepCheck>) {
+    let (mut pass, mut fail, mut refused, mut skipped) = (0, 0, 0, 0);
+    let (mut not_counted, mut kwctl_checked, mut kwctl_diff) = (0, 0, 0);
+    for path in find_chainsaw_tests(root) {
+        let shown = path
+            .parent()
+            .unwrap_or(&path)
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        let test = match read_test(&path) {
+            Ok(test) => test,
+            Err(e) => {
+                println!("chainsaw skipped  {shown}: {e:#}");
+                skipped += 1;
+                continue;
+            }
+        };
+        if out_of_scope(&test).is_some() {
+            not_counted += 1;
+            continue;
+        }
+        let report = run_chainsaw_test(module, &test, kwctl);
+        match &report.outcome {
+            TestOutcome::Pass => {
+                pass += 1;
+                println!("chainsaw pass     {shown}");
+            }
+            TestOutcome::Fail(why) => {
+                fail += 1;
+                println!("chainsaw FAIL     {shown}: {why}");
+            }
+            TestOutcome::Refused(why) => {
+                refused += 1;
+                println!("chainsaw refused  {shown}: {why}");
+            }
+            TestOutcome::Skipped(why) => {
+                skipped += 1;
+                println!("chainsaw skipped  {shown}: {why}");
+            }
+        }
+        for note in &report.notes {
+            println!("  note   {note}");
+        }
+        kwctl_checked += report.kwctl_checked;
+        kwctl_diff += report.kwctl_disagreements.len();
+        for e in &report.kwctl_disagreements {
+            println!("  kwctl  {e}");
+        }
+    }
+    println!(
+        "chainsaw summary: {pass} pass, {fail} fail, {refused} refused, {skipped} skipped ({not_counted} tests without a mutating policy, or of a ClusterPolicy with a `kyverno test`, not counted); kwctl ran {kwctl_checked} requests, disagreed on {kwctl_diff}"
+    );
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [wasm, dir, rest @ ..] = args.as_slice() else {
+        bail!("usage: kyverno-conformance POLICY.wasm DIR [ANNOTATED.wasm]");
+    };
+    let module = PolicyModule::load(Path::new(wasm))?;
+    let annotated = rest.first().map(PathBuf::from).filter(|p| p.exists());
+    let work = std::env::temp_dir().join(format!("kyverno-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let kwctl_available = annotated.is_some()
+        && Command::new("kwctl")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    let check =
+        |step: &Step| kwctl_step(annotated.as_deref().unwrap_or(Path::new("")), &work, step);
+    let kwctl: Option<StepCheck> = if kwctl_available { Some(&check) } else { None };
+    println!(
+        "kwctl: {}",
+        if kwctl_available {
+            "every step also runs through kwctl"
+        } else {
+            "SKIPPED (kwctl or the annotated module not available)"
+        }
+    );
+
+    let root = Path::new(dir);
+    report_cli_tests(&module, root, kwctl);
+    report_chainsaw_tests(&module, root, kwctl);
+    let _ = std::fs::remove_dir_all(&work);
     Ok(())
 }
