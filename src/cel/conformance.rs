@@ -232,10 +232,18 @@ fn mistakes_are_refused_at_load_with_the_path() {
     assert!(msg.contains("uses `http`"), "{msg}");
     let msg = with(
         json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
-        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: image('nginx').registry()}]"}}]}),
+        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: image.GetMetadata('nginx').config}]"}}]}),
     );
     assert!(
-        msg.contains("uses `image`: Kyverno's image library is not supported"),
+        msg.contains("uses `image.GetMetadata`: image data through Kubewarden's OCI host capabilities is not supported"),
+        "{msg}"
+    );
+    let msg = with(
+        json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
+        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: hash.sha256('x')}]"}}]}),
+    );
+    assert!(
+        msg.contains("uses `hash`: Kyverno's hash library is not supported"),
         "{msg}"
     );
     let msg = with(
