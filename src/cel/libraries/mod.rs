@@ -18,7 +18,10 @@ use ::cel::{Env, ExecutionError, Value};
 
 pub mod data;
 pub mod image;
+pub mod lists;
+pub mod quantity;
 pub mod regex;
+pub mod semver;
 
 /// The crate's string, int, bool and dyn types, for declarations.
 pub(crate) fn string_type() -> Type {
