@@ -475,3 +475,35 @@ fn a_failing_variable_fails_only_what_reaches_it() {
         "{message}"
     );
 }
+
+#[test]
+fn libraries_run_in_mutations() {
+    // The shape of kyverno/kyverno test/cli/test-mutating-policy/cel-regex-replace
+    // and kyverno/policies add-imagepullsecrets-for-containers-and-initcontainers,
+    // over a Deployment's template through autogen.
+    let policy = mutating_policy(json!({
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""],
+            "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
+        "autogen": {"podControllers": {"controllers": ["deployments"]}},
+        "variables": [{"name": "hub",
+            "expression": "object.spec.containers.exists(c, image(c.image).registry() == 'index.docker.io')"}],
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+            "Object{metadata: Object.metadata{labels: {'hub': string(variables.hub), 'size': string(quantity('1Gi').asInteger())}}, spec: Object.spec{containers: object.spec.containers.map(c, Object.spec.containers{name: c.name, image: regex.replace(image(c.image).registry() + '/' + image(c.image).repository(), '^index\\\\.docker\\\\.io/(.*)', r'mirror.example.com/\\1')})}}"}}]
+    }));
+    let response = run("deployment.json", policy);
+    assert!(
+        response.accepted && response.warnings.is_none(),
+        "{:?} {:?}",
+        response.message,
+        response.warnings
+    );
+    let mutated = response.mutated_object.unwrap_or_default();
+    assert_eq!(
+        mutated.pointer("/spec/template/spec/containers/0/image"),
+        Some(&json!("mirror.example.com/library/nginx"))
+    );
+    assert_eq!(
+        mutated.pointer("/spec/template/metadata/labels"),
+        Some(&json!({"app": "web", "hub": "true", "size": "1073741824"}))
+    );
+}
