@@ -46,6 +46,8 @@ pub struct Libraries {
     /// Kubernetes' `isSorted`, `sum`, `min`, `max`, `includes` (see
     /// [`libraries::lists`]).
     pub list_functions: bool,
+    /// Kubernetes' IP and CIDR libraries (see [`libraries::ip`]).
+    pub ip: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -91,6 +93,7 @@ impl Libraries {
                 libraries.semver |= matches!(word, "semver" | "isSemver");
                 libraries.list_functions |=
                     matches!(word, "isSorted" | "sum" | "min" | "max" | "includes");
+                libraries.ip |= matches!(word, "ip" | "isIP" | "cidr" | "isCIDR");
             }
             // `image` is also a container's field: only a call counts.
             libraries.image |= libraries::calls_global(source, "image");
@@ -229,6 +232,9 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     }
     if libraries.list_functions {
         libraries::lists::register(&mut env);
+    }
+    if libraries.ip {
+        libraries::ip::register(&mut env);
     }
     for name in struct_names {
         // A name that is not an identifier path is refused by the crate,

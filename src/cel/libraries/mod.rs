@@ -18,6 +18,7 @@ use ::cel::{Env, ExecutionError, Value};
 
 pub mod data;
 pub mod image;
+pub mod ip;
 pub mod lists;
 pub mod quantity;
 pub mod regex;
