@@ -238,6 +238,13 @@ fn mistakes_are_refused_at_load_with_the_path() {
         msg.contains("uses `image.GetMetadata`: image data through Kubewarden's OCI host capabilities is not supported"),
         "{msg}"
     );
+    // A container's `image` field read with a method is not the imagedata library.
+    let policy = mutating_policy(
+        json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
+        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: [{'image': 'corp.io/a'}].exists(c, c.image.startsWith('corp') && image(c.image).registry() == 'corp.io')}]"}}]}),
+    );
+    let verdict = crate::check_settings(&serde_json::to_vec(&policy).unwrap());
+    assert!(verdict.valid, "{:?}", verdict.message);
     let msg = with(
         json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
         "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: hash.sha256('x')}]"}}]}),

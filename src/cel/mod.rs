@@ -449,7 +449,13 @@ impl CelPolicy {
                 }
             }
             if compiled.libraries.contains("image")
-                && let Some(call) = source.split("image.").skip(1).find_map(|rest| {
+                && let Some(call) = source.match_indices("image.").find_map(|(at, _)| {
+                    // `image.f(...)`, not a field's `c.image.startsWith(...)`.
+                    let before = source.get(..at).and_then(|s| s.chars().next_back());
+                    if before.is_some_and(|c| c == '.' || c == '_' || c.is_ascii_alphanumeric()) {
+                        return None;
+                    }
+                    let rest = source.get(at + "image.".len()..)?;
                     let name: String = rest
                         .chars()
                         .take_while(|c| c.is_ascii_alphanumeric())
