@@ -232,10 +232,33 @@ fn mistakes_are_refused_at_load_with_the_path() {
     assert!(msg.contains("uses `http`"), "{msg}");
     let msg = with(
         json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
-        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: image('nginx').registry()}]"}}]}),
+        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: image.GetMetadata('nginx').config}]"}}]}),
     );
     assert!(
-        msg.contains("uses `image`: Kyverno's image library is not supported"),
+        msg.contains("uses `image.GetMetadata`: image data through Kubewarden's OCI host capabilities is not supported"),
+        "{msg}"
+    );
+    // A container's `image` field read with a method is not the imagedata library.
+    let policy = mutating_policy(
+        json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
+        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: [{'image': 'corp.io/a'}].exists(c, c.image.startsWith('corp') && image(c.image).registry() == 'corp.io')}]"}}]}),
+    );
+    let verdict = crate::check_settings(&serde_json::to_vec(&policy).unwrap());
+    assert!(verdict.valid, "{:?}", verdict.message);
+    let msg = with(
+        json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
+        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: hash.sha256('x')}]"}}]}),
+    );
+    assert!(
+        msg.contains("uses `hash`: Kyverno's hash library is not supported"),
+        "{msg}"
+    );
+    let msg = with(
+        json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
+        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: quantity('1Gi').isInteger()}]"}}]}),
+    );
+    assert!(
+        msg.contains("uses `quantity`: Kubernetes' quantity library is not supported"),
         "{msg}"
     );
     let msg = with(
@@ -465,5 +488,37 @@ fn a_failing_variable_fails_only_what_reaches_it() {
     assert!(
         !response.accepted && message.contains("variables.isController: "),
         "{message}"
+    );
+}
+
+#[test]
+fn libraries_run_in_mutations() {
+    // The shape of kyverno/kyverno test/cli/test-mutating-policy/cel-regex-replace
+    // and kyverno/policies add-imagepullsecrets-for-containers-and-initcontainers,
+    // over a Deployment's template through autogen.
+    let policy = mutating_policy(json!({
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""],
+            "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
+        "autogen": {"podControllers": {"controllers": ["deployments"]}},
+        "variables": [{"name": "hub",
+            "expression": "object.spec.containers.exists(c, image(c.image).registry() == 'index.docker.io')"}],
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+            "Object{metadata: Object.metadata{labels: {'hub': string(variables.hub), 'size': string(json.unmarshal('{\"n\": 1}').n)}}, spec: Object.spec{containers: object.spec.containers.map(c, Object.spec.containers{name: c.name, image: regex.replace(image(c.image).registry() + '/' + image(c.image).repository(), '^index\\\\.docker\\\\.io/(.*)', r'mirror.example.com/\\1')})}}"}}]
+    }));
+    let response = run("deployment.json", policy);
+    assert!(
+        response.accepted && response.warnings.is_none(),
+        "{:?} {:?}",
+        response.message,
+        response.warnings
+    );
+    let mutated = response.mutated_object.unwrap_or_default();
+    assert_eq!(
+        mutated.pointer("/spec/template/spec/containers/0/image"),
+        Some(&json!("mirror.example.com/library/nginx"))
+    );
+    assert_eq!(
+        mutated.pointer("/spec/template/metadata/labels"),
+        Some(&json!({"app": "web", "hub": "true", "size": "1"}))
     );
 }

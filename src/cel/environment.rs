@@ -11,6 +11,7 @@ use ::cel::common::types::{CelString, Type};
 use ::cel::common::value::{CowVal, StaticVal, Val};
 use ::cel::{Env, ExecutionError, StructType, Value};
 
+use super::libraries;
 use crate::cluster::{CachedCluster, Read};
 use crate::kyverno::field_paths::Reach;
 use crate::kyverno::resources::{ResourceKind, kind_of};
@@ -30,6 +31,14 @@ pub struct Libraries {
     pub resource: bool,
     /// Kubernetes' lists library (`indexOf`, `lastIndexOf` on lists).
     pub kubernetes_lists: bool,
+    /// Kyverno's `image` library (see [`libraries::image`]).
+    pub image: bool,
+    /// The `regex.` namespace (see [`libraries::regex`]).
+    pub regex_namespace: bool,
+    /// Kyverno's `json`, `yaml` and `user` libraries (see [`libraries::data`]).
+    pub json: bool,
+    pub yaml: bool,
+    pub user: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -66,7 +75,14 @@ impl Libraries {
                 libraries.regex |= matches!(word, "matches" | "find" | "findAll");
                 libraries.resource |= word == "resource";
                 libraries.kubernetes_lists |= matches!(word, "indexOf" | "lastIndexOf");
+                libraries.image |= matches!(word, "parseImageReference" | "isImage");
+                libraries.regex_namespace |= word == "regex";
+                libraries.json |= word == "json";
+                libraries.yaml |= word == "yaml";
+                libraries.user |= word == "parseServiceAccount";
             }
+            // `image` is also a container's field: only a call counts.
+            libraries.image |= libraries::calls_global(source, "image");
         }
         libraries
     }
@@ -178,6 +194,21 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
                 resource_list,
             );
         }
+    }
+    if libraries.image {
+        libraries::image::register(&mut env);
+    }
+    if libraries.regex_namespace {
+        libraries::regex::register(&mut env);
+    }
+    if libraries.json {
+        libraries::data::register_json(&mut env);
+    }
+    if libraries.yaml {
+        libraries::data::register_yaml(&mut env);
+    }
+    if libraries.user {
+        libraries::data::register_user(&mut env);
     }
     for name in struct_names {
         // A name that is not an identifier path is refused by the crate,

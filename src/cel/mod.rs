@@ -18,6 +18,7 @@ mod direct;
 pub mod engine;
 pub mod environment;
 pub mod exception;
+pub mod libraries;
 pub mod matching;
 pub mod program;
 pub mod spec;
@@ -83,24 +84,8 @@ struct Derived {
 
 /// Libraries a Kubewarden policy cannot offer, or this version does not,
 /// with why: found where an expression calls into them (`http.Get(...)`,
-/// `image(...)`).
+/// `hash.sha256(...)`).
 const UNAVAILABLE: &[(&str, &str)] = &[
-    (
-        "image",
-        "Kyverno's image library is not supported by this version",
-    ),
-    (
-        "regex",
-        "Kyverno's regex library is not supported by this version (`matches`, `find` and `findAll` are)",
-    ),
-    (
-        "json",
-        "Kyverno's json library is not supported by this version",
-    ),
-    (
-        "yaml",
-        "Kyverno's yaml library is not supported by this version",
-    ),
     (
         "time",
         "Kyverno's time library is not supported by this version",
@@ -128,6 +113,22 @@ const UNAVAILABLE: &[(&str, &str)] = &[
     (
         "imagedata",
         "image data through Kubewarden's OCI host capabilities is not supported by this version",
+    ),
+    (
+        "quantity",
+        "Kubernetes' quantity library is not supported by this version (the module's size budget)",
+    ),
+    (
+        "isQuantity",
+        "Kubernetes' quantity library is not supported by this version (the module's size budget)",
+    ),
+    (
+        "semver",
+        "Kubernetes' semver library is not supported by this version (the module's size budget)",
+    ),
+    (
+        "isSemver",
+        "Kubernetes' semver library is not supported by this version (the module's size budget)",
     ),
     (
         "authorizer",
@@ -446,6 +447,29 @@ impl CelPolicy {
                 if compiled.libraries.contains(*library) {
                     return Err(format!("{at}: uses `{library}`: {why}"));
                 }
+            }
+            if compiled.libraries.contains("image")
+                && let Some(call) = source.match_indices("image.").find_map(|(at, _)| {
+                    // `image.f(...)`, not a field's `c.image.startsWith(...)`.
+                    let before = source.get(..at).and_then(|s| s.chars().next_back());
+                    if before.is_some_and(|c| c == '.' || c == '_' || c.is_ascii_alphanumeric()) {
+                        return None;
+                    }
+                    let rest = source.get(at + "image.".len()..)?;
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric())
+                        .collect();
+                    rest.get(name.len()..)
+                        .is_some_and(|after| after.trim_start().starts_with('('))
+                        .then_some(name)
+                })
+            {
+                // `image.GetMetadata(...)` is Kyverno's imagedata library;
+                // the image library's functions are `image(...)` and members.
+                return Err(format!(
+                    "{at}: uses `image.{call}`: image data through Kubewarden's OCI host capabilities is not supported by this version"
+                ));
             }
             if compiled.libraries.contains("resource") {
                 // Of Kyverno's resource library, reads only.

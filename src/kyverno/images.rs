@@ -38,7 +38,9 @@ pub fn images(object: &Value) -> Option<Value> {
     (!out.is_empty()).then_some(Value::Object(out))
 }
 
-/// A reference's name (registry and path), tag and digest, as written.
+/// A reference split at its `@` (digest) and at a last `:` that is not
+/// part of a host (tag): `(name, tag, digest)`. Shared by the image info
+/// below and CEL's `image` library, which read the parts differently.
 pub fn split_reference(image: &str) -> Option<(&str, Option<&str>, Option<&str>)> {
     let (rest, digest) = match image.split_once('@') {
         Some((rest, digest)) => (rest, Some(digest)),
@@ -51,6 +53,21 @@ pub fn split_reference(image: &str) -> Option<(&str, Option<&str>, Option<&str>)
     Some((name, tag, digest))
 }
 
+/// A name's host, when its first segment is one: it has a `.` or a `:`, or
+/// is `localhost` (or, for Kyverno's image info, is not lower case).
+pub fn split_host(name: &str, upper_case_is_host: bool) -> (Option<&str>, &str) {
+    match name.split_once('/') {
+        Some((first, path))
+            if first.contains(['.', ':'])
+                || first == "localhost"
+                || (upper_case_is_host && first.to_lowercase() != first) =>
+        {
+            (Some(first), path)
+        }
+        _ => (None, name),
+    }
+}
+
 /// One reference, as Kyverno's image info: a first segment that is not a
 /// host (no `.` or `:`, not `localhost`, lower case) means `docker.io`; no
 /// tag and no digest means `latest`.
@@ -60,16 +77,8 @@ pub fn image_info(image: &str) -> Option<Value> {
         return None;
     }
     let (repository, tag, digest) = split_reference(image)?;
-    let (registry, path) = match repository.split_once('/') {
-        Some((first, path))
-            if first.contains(['.', ':'])
-                || first == "localhost"
-                || first.to_lowercase() != first =>
-        {
-            (first, path)
-        }
-        _ => ("docker.io", repository),
-    };
+    let (registry, path) = split_host(repository, true);
+    let registry = registry.unwrap_or("docker.io");
     if path.is_empty() || registry.is_empty() {
         return None;
     }
