@@ -39,6 +39,15 @@ pub struct Libraries {
     pub json: bool,
     pub yaml: bool,
     pub user: bool,
+    /// Kubernetes' quantity and semver libraries (see [`libraries::quantity`],
+    /// [`libraries::semver`]).
+    pub quantity: bool,
+    pub semver: bool,
+    /// Kubernetes' `isSorted`, `sum`, `min`, `max`, `includes` (see
+    /// [`libraries::lists`]).
+    pub list_functions: bool,
+    /// Kubernetes' IP and CIDR libraries (see [`libraries::ip`]).
+    pub ip: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -80,6 +89,11 @@ impl Libraries {
                 libraries.json |= word == "json";
                 libraries.yaml |= word == "yaml";
                 libraries.user |= word == "parseServiceAccount";
+                libraries.quantity |= matches!(word, "quantity" | "isQuantity");
+                libraries.semver |= matches!(word, "semver" | "isSemver");
+                libraries.list_functions |=
+                    matches!(word, "isSorted" | "sum" | "min" | "max" | "includes");
+                libraries.ip |= matches!(word, "ip" | "isIP" | "cidr" | "isCIDR");
             }
             // `image` is also a container's field: only a call counts.
             libraries.image |= libraries::calls_global(source, "image");
@@ -209,6 +223,18 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     }
     if libraries.user {
         libraries::data::register_user(&mut env);
+    }
+    if libraries.quantity {
+        libraries::quantity::register(&mut env);
+    }
+    if libraries.semver {
+        libraries::semver::register(&mut env);
+    }
+    if libraries.list_functions {
+        libraries::lists::register(&mut env);
+    }
+    if libraries.ip {
+        libraries::ip::register(&mut env);
     }
     for name in struct_names {
         // A name that is not an identifier path is refused by the crate,

@@ -115,22 +115,6 @@ const UNAVAILABLE: &[(&str, &str)] = &[
         "image data through Kubewarden's OCI host capabilities is not supported by this version",
     ),
     (
-        "quantity",
-        "Kubernetes' quantity library is not supported by this version (the module's size budget)",
-    ),
-    (
-        "isQuantity",
-        "Kubernetes' quantity library is not supported by this version (the module's size budget)",
-    ),
-    (
-        "semver",
-        "Kubernetes' semver library is not supported by this version (the module's size budget)",
-    ),
-    (
-        "isSemver",
-        "Kubernetes' semver library is not supported by this version (the module's size budget)",
-    ),
-    (
         "authorizer",
         "`authorizer` (through Kubewarden's can-i host capability) is not supported by this version",
     ),

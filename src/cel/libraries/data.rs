@@ -1,8 +1,7 @@
 //! Kyverno's `json`, `yaml` and `user` libraries: `json.unmarshal(s)`,
 //! `json.marshal(v)`, `yaml.parse(s)`, and `user.parseServiceAccount(s)`
 //! (also `parseServiceAccount(s)`). Kyverno decodes into Go's `any`, so every
-//! number comes back a double (`json.unmarshal('1') == 1.0`); `json.marshal`
-//! prints a whole double as `1.0` where Go prints `1`; a service
+//! number comes back a double (`json.unmarshal('1') == 1.0`); a service
 //! account has the fields of Kyverno's Go type, `Name` and `Namespace`.
 
 use std::collections::HashMap;
@@ -64,39 +63,39 @@ pub fn register_user(env: &mut Env) {
 /// back to JSON recurse through.
 const MAX_DEPTH: usize = 100;
 
-/// A decoded document as Go's `any` holds it, every number a double.
-fn go_any(mut json: Json, function: &str) -> Result<Value, ExecutionError> {
-    fn doubles(json: &mut Json, depth: usize) -> bool {
-        match json {
-            Json::Number(n) => {
-                if let Some(d) = n.as_f64().and_then(serde_json::Number::from_f64) {
-                    *n = d;
-                }
-                true
+/// A decoded document as Go's `any` holds it: numbers are doubles.
+fn from_go_any(json: &Json, depth: usize) -> Result<Value, String> {
+    if depth > MAX_DEPTH {
+        return Err(format!("a document nested more than {MAX_DEPTH} deep"));
+    }
+    Ok(match json {
+        Json::Null => Value::Null,
+        Json::Bool(b) => Value::Bool(*b),
+        Json::Number(n) => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        Json::String(s) => Value::String(Arc::new(s.clone())),
+        Json::Array(items) => Value::List(Arc::new(
+            items
+                .iter()
+                .map(|item| from_go_any(item, depth + 1))
+                .collect::<Result<_, _>>()?,
+        )),
+        Json::Object(map) => {
+            let mut entries: HashMap<Key, Value> = HashMap::with_capacity(map.len());
+            for (key, item) in map {
+                entries.insert(Key::from(key.as_str()), from_go_any(item, depth + 1)?);
             }
-            Json::Array(items) => {
-                depth < MAX_DEPTH && items.iter_mut().all(|i| doubles(i, depth + 1))
-            }
-            Json::Object(map) => {
-                depth < MAX_DEPTH && map.values_mut().all(|i| doubles(i, depth + 1))
-            }
-            _ => true,
+            Value::Map(Map {
+                map: Arc::new(entries),
+            })
         }
-    }
-    if !doubles(&mut json, 0) {
-        return Err(error(
-            function,
-            format!("a document nested more than {MAX_DEPTH} deep"),
-        ));
-    }
-    Ok(crate::cel::values::from_json(&json))
+    })
 }
 
 fn unmarshal<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     const F: &str = "json.unmarshal";
     let text = string_arg(&args, 0, F)?;
     let json: Json = serde_json::from_str(text).map_err(|e| error(F, e.to_string()))?;
-    owned(go_any(json, F)?)
+    owned(from_go_any(&json, 0).map_err(|e| error(F, e))?)
 }
 
 fn parse<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -107,7 +106,22 @@ fn parse<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionE
     } else {
         serde_yaml::from_str(text).map_err(|e| error(F, e.to_string()))?
     };
-    owned(go_any(json, F)?)
+    owned(from_go_any(&json, 0).map_err(|e| error(F, e))?)
+}
+
+/// Go's `json.Marshal` prints a whole double without a fraction.
+fn go_numbers(json: Json) -> Json {
+    match json {
+        Json::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15 => Json::from(f as i64),
+            _ => Json::Number(n),
+        },
+        Json::Array(items) => Json::Array(items.into_iter().map(go_numbers).collect()),
+        Json::Object(map) => {
+            Json::Object(map.into_iter().map(|(k, v)| (k, go_numbers(v))).collect())
+        }
+        other => other,
+    }
 }
 
 fn marshal<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -117,7 +131,7 @@ fn marshal<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executio
         .ok_or_else(|| ExecutionError::invalid_argument_count(1, 0))?;
     let value = Value::try_from(value.as_ref())?;
     let json = crate::cel::values::to_json(&value).map_err(|e| error(F, e))?;
-    string(serde_json::to_string(&json).map_err(|e| error(F, e.to_string()))?)
+    string(serde_json::to_string(&go_numbers(json)).map_err(|e| error(F, e.to_string()))?)
 }
 
 fn service_account<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -157,9 +171,8 @@ mod tests {
             ),
             (
                 r#"json.marshal(json.unmarshal('{"n": 3}'))"#,
-                s(r#"{"n":3.0}"#),
+                s(r#"{"n":3}"#),
             ),
-            (r#"json.marshal({'n': 3})"#, s(r#"{"n":3}"#)),
             ("json.marshal('x')", s(r#""x""#)),
             ("json.marshal(1.5)", s("1.5")),
             (

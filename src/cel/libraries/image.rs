@@ -25,7 +25,7 @@ fn image_type() -> Type {
 }
 
 /// A parsed image reference.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Image {
     original: String,
     registry: String,
@@ -33,14 +33,6 @@ pub struct Image {
     /// `None` when the reference has a digest.
     tag: Option<String>,
     digest: Option<String>,
-}
-
-// Only the type's name: what a derived Debug would add is code the module
-// carries for error messages nobody reads.
-impl std::fmt::Debug for Image {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(TYPE_NAME)
-    }
 }
 
 impl Opaque for Image {
@@ -140,15 +132,22 @@ pub fn register(env: &mut Env) {
         is_image,
     );
     let members: [(&str, super::Function); 6] = [
-        ("containsDigest", op::<0>),
-        ("registry", op::<1>),
-        ("repository", op::<2>),
-        ("identifier", op::<3>),
-        ("tag", op::<4>),
-        ("digest", op::<5>),
+        ("containsDigest", contains_digest),
+        ("registry", registry),
+        ("repository", repository),
+        ("identifier", identifier),
+        ("tag", tag),
+        ("digest", digest),
     ];
     for (name, op) in members {
-        member(env, name, name, image_type(), vec![], op);
+        member(
+            env,
+            name,
+            &format!("image_{name}"),
+            image_type(),
+            vec![],
+            op,
+        );
     }
 }
 
@@ -164,22 +163,33 @@ fn is_image<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executi
     boolean(Image::parse(string_arg(&args, 0, "isImage")?).is_some())
 }
 
-/// The members, one entry point each: the module carries one body for all.
-fn op<'b, 'v, const N: u8>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    members(N, &args)
+fn this(args: &[CowVal<'_, '_>], function: &str) -> Result<Image, ExecutionError> {
+    opaque_arg::<Image>(args, 0, function)
 }
 
-#[inline(never)]
-fn members<'b, 'v>(n: u8, args: &[CowVal<'_, '_>]) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let image = opaque_arg::<Image>(args, 0, "image")?;
-    match n {
-        0 => boolean(image.digest.is_some()),
-        1 => string(image.registry),
-        2 => string(image.repository),
-        3 => string(image.digest.or(image.tag).unwrap_or_default()),
-        4 => string(image.tag.unwrap_or_default()),
-        _ => string(image.digest.unwrap_or_default()),
-    }
+fn contains_digest<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    boolean(this(&args, "containsDigest")?.digest.is_some())
+}
+
+fn registry<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    string(this(&args, "registry")?.registry)
+}
+
+fn repository<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    string(this(&args, "repository")?.repository)
+}
+
+fn identifier<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let image = this(&args, "identifier")?;
+    string(image.digest.or(image.tag).unwrap_or_default())
+}
+
+fn tag<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    string(this(&args, "tag")?.tag.unwrap_or_default())
+}
+
+fn digest<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    string(this(&args, "digest")?.digest.unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -1,16 +1,13 @@
 //! CEL libraries run in the guest beyond the `cel` crate's own: Kyverno's
-//! `image`, `json`, `yaml` and `user`, and the `regex` extension Kyverno's
-//! environment carries (`regex.replace`, `regex.extract`, ...). Each is
-//! declared only in an environment whose expressions name it (see
+//! `image`, `json`, `yaml` and `user`, the `regex` extension Kyverno's
+//! environment carries (`regex.replace`, `regex.extract`, ...), and
+//! Kubernetes' quantity, semver and list functions. Each is declared only in
+//! an environment whose expressions name it (see
 //! [`Libraries`](super::environment::Libraries)).
 //!
-//! Values of the libraries' own types (an image reference) are the crate's
-//! opaque values, so they keep their type through variables.
-//!
-//! Kubernetes' quantity, semver, lists (`isSorted`, `sum`, `min`, `max`,
-//! `includes`) and IP/CIDR libraries were written here too (commits b834b17
-//! and fa6dce8, with their table tests) and taken out again: together they
-//! add about 60 KB to the module, past its 2.5 MB budget.
+//! Values of the libraries' own types (an image reference, a quantity, a
+//! version) are the crate's opaque values, so they keep their type through
+//! variables.
 
 use std::sync::Arc;
 
@@ -21,7 +18,11 @@ use ::cel::{Env, ExecutionError, Value};
 
 pub mod data;
 pub mod image;
+pub mod ip;
+pub mod lists;
+pub mod quantity;
 pub mod regex;
+pub mod semver;
 
 /// The crate's string, int, bool and dyn types, for declarations.
 pub(crate) fn string_type() -> Type {
@@ -33,6 +34,9 @@ pub(crate) fn int_type() -> Type {
 pub(crate) fn dyn_type() -> Type {
     ::cel::common::types::DYN_TYPE.to_owned()
 }
+pub(crate) fn list_type() -> Type {
+    ::cel::common::types::LIST_TYPE.to_owned()
+}
 
 /// A function over the crate's values, as `add_overload` takes it.
 pub(crate) type Function =
@@ -40,13 +44,11 @@ pub(crate) type Function =
 
 /// Declares a global function; each is declared once, in an environment
 /// that starts without it, so a clash is a bug the first test finds.
-#[inline(never)]
 pub(crate) fn global(env: &mut Env, name: &str, id: &str, args: Vec<Type>, op: Function) {
     let _ = env.add_overload(name, id, args, op);
 }
 
 /// Declares a member function on `target`.
-#[inline(never)]
 pub(crate) fn member(
     env: &mut Env,
     name: &str,
@@ -58,12 +60,10 @@ pub(crate) fn member(
     let _ = env.add_member_overload(name, id, target, args, op);
 }
 
-#[inline(never)]
 pub(crate) fn error(function: &str, message: impl Into<String>) -> ExecutionError {
     ExecutionError::function_error(function, message.into())
 }
 
-#[inline(never)]
 pub(crate) fn string_arg<'a>(
     args: &'a [CowVal<'_, '_>],
     index: usize,
@@ -75,7 +75,6 @@ pub(crate) fn string_arg<'a>(
         .ok_or_else(|| error(function, format!("argument {index} must be a string")))
 }
 
-#[inline(never)]
 pub(crate) fn int_arg(
     args: &[CowVal<'_, '_>],
     index: usize,
@@ -102,7 +101,6 @@ pub(crate) fn opaque_arg<T: Opaque + Clone>(
 }
 
 /// A value of the crate's `Value` form, as a function result.
-#[inline(never)]
 pub(crate) fn owned<'b, 'v>(value: Value) -> Result<CowVal<'b, 'v>, ExecutionError> {
     Box::<dyn Val>::try_from(value).map(CowVal::Owned)
 }
@@ -111,14 +109,16 @@ pub(crate) fn opaque<'b, 'v, T: Opaque>(value: T) -> Result<CowVal<'b, 'v>, Exec
     owned(Value::Opaque(Arc::new(value)))
 }
 
-#[inline(never)]
 pub(crate) fn string<'b, 'v>(value: impl Into<String>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     Ok(CowVal::owned(CelString::from(value.into())))
 }
 
-#[inline(never)]
 pub(crate) fn boolean<'b, 'v>(value: bool) -> Result<CowVal<'b, 'v>, ExecutionError> {
     Ok(CowVal::owned(CelBool::from(value)))
+}
+
+pub(crate) fn int<'b, 'v>(value: i64) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    Ok(CowVal::owned(CelInt::from(value)))
 }
 
 /// Whether `source` calls `name` as a global function (`name(`, not
@@ -170,6 +170,9 @@ pub(crate) mod testing {
     }
     pub fn b(value: bool) -> Option<Value> {
         Some(Value::Bool(value))
+    }
+    pub fn i(value: i64) -> Option<Value> {
+        Some(Value::Int(value))
     }
 }
 
