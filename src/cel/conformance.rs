@@ -514,3 +514,81 @@ fn libraries_run_in_mutations() {
         Some(&json!({"app": "web", "hub": "true", "size": "1073741824"}))
     );
 }
+
+#[test]
+fn an_exception_with_images_hands_them_to_the_policy() {
+    // As kyverno/kyverno test/conformance/chainsaw/mutating-policies/exceptions/exclude-images:
+    // the exception does not exempt, the policy reads `exceptions.allowedImages`.
+    let policy = mutating_policy(json!({
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["pods"]}]},
+        "matchConditions": [{"name": "allowed-images", "expression":
+            "object.spec.containers.all(c, string(c.image) in exceptions.allowedImages)"}],
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+            "Object{metadata: Object.metadata{labels: {'foo': 'bar'}}}"}}]
+    }));
+    let settings = |images: Value| {
+        json!({"policies": [policy.clone(), exception("policies.kyverno.io/v1",
+            json!({"policyRefs": [{"name": "m", "kind": "MutatingPolicy"}], "images": images}))]})
+    };
+    let labels = |response: &kubewarden_policy_sdk::response::ValidationResponse| {
+        response
+            .mutated_object
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/labels/foo").cloned())
+    };
+    let pod = request("pod-with-node-name.json");
+    let response = run_on(pod.clone(), settings(json!(["nginx:1.27"])), &Table::cluster());
+    assert_eq!(labels(&response), Some(json!("bar")), "{:?}", response.message);
+    let response = run_on(pod, settings(json!(["busybox"])), &Table::cluster());
+    assert!(response.accepted && labels(&response).is_none());
+}
+
+#[test]
+fn kyverno_policies_see_the_object_in_request() {
+    // Kyverno's `request` carries `object`; Kubernetes' does not.
+    let policy = |kind: &str, api_version: &str| {
+        json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "m"},
+            "spec": {"matchConstraints": binding_rules(), "mutations": [{"patchType": "ApplyConfiguration",
+                "applyConfiguration": {"expression":
+                    "Object{metadata: Object.metadata{annotations: {'node': request.object.target.name}}}"}}]}})
+    };
+    let response = run("binding.json", policy("MutatingPolicy", "policies.kyverno.io/v1"));
+    assert_eq!(annotations(&response), json!({"node": "node-1"}));
+    let response = run(
+        "binding.json",
+        policy("MutatingAdmissionPolicy", "admissionregistration.k8s.io/v1"),
+    );
+    assert!(!response.accepted, "Kubernetes' request has no object");
+}
+
+#[test]
+fn kyverno_generates_pod_controller_mutations_by_default() {
+    // As kyverno/policies other-mpol/mutate-large-termination-gps: no `autogen`
+    // in the policy, and a Deployment's template is mutated; `object.metadata`
+    // outside labels and annotations is the controller's.
+    let policy = mutating_policy(json!({
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["pods"]}]},
+        "matchConditions": [{"name": "in-namespace", "expression": "object.metadata.namespace != ''"}],
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+            "Object{metadata: Object.metadata{labels: {'seen': object.metadata.name}}}"}}]
+    }));
+    let response = run("deployment.json", policy);
+    let mutated = response.mutated_object.unwrap_or_default();
+    let name = mutated.pointer("/metadata/name").cloned().unwrap_or_default();
+    assert_eq!(
+        mutated.pointer("/spec/template/metadata/labels/seen"),
+        Some(&name),
+        "{mutated}"
+    );
+    // Two resource rules: Kyverno does not generate.
+    let two_rules = mutating_policy(json!({
+        "matchConstraints": {"resourceRules": [
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["services"]}]},
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+            "Object{metadata: Object.metadata{labels: {'seen': 'yes'}}}"}}]
+    }));
+    assert!(run("deployment.json", two_rules).mutated_object.is_none());
+}

@@ -133,7 +133,7 @@ impl<'v> Evaluator<'v, '_> {
             Expr::Literal(value) => Ok(json(literal(value)?)),
             Expr::Ident(name) => match name.as_str() {
                 "object" => Ok(Direct::Json(Cow::Borrowed(self.object))),
-                "oldObject" | "params" | "namespaceObject" => {
+                "oldObject" | "params" | "namespaceObject" | "exceptions" => {
                     self.names.identifier(name).map(json).ok_or(Unsupported)
                 }
                 _ => Err(Unsupported),

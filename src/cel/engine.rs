@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use ::cel::common::value::Val;
 use ::cel::{Context, Value as CelValue};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::direct::{self, Direct};
 use super::environment::{self, READ_PENDING, ResourceCall, ResourceLibrary};
@@ -43,22 +43,27 @@ pub struct CelRequest<'a> {
 }
 
 impl CelRequest<'_> {
-    fn request(&self) -> CelValue {
-        self.request
-            .get_or_init(|| {
-                let mut fields = serde_json::Map::new();
-                for (name, value) in &self.admission.fields {
-                    let name: &str = name;
-                    if name == "object" || name == "oldObject" {
-                        continue;
-                    }
-                    if let Ok(value) = serde_json::from_str::<Value>(value.get()) {
-                        fields.insert(name.to_string(), value);
-                    }
+    /// Kubernetes leaves `object` and `oldObject` out of `request` (they
+    /// are variables of their own); Kyverno's CEL policies see them in it.
+    fn request(&self, with_objects: bool) -> CelValue {
+        let build = || {
+            let mut fields = serde_json::Map::new();
+            for (name, value) in &self.admission.fields {
+                let name: &str = name;
+                if !with_objects && (name == "object" || name == "oldObject") {
+                    continue;
                 }
-                from_json(&Value::Object(fields))
-            })
-            .clone()
+                if let Ok(value) = serde_json::from_str::<Value>(value.get()) {
+                    fields.insert(name.to_string(), value);
+                }
+            }
+            from_json(&Value::Object(fields))
+        };
+        if with_objects {
+            build()
+        } else {
+            self.request.get_or_init(build).clone()
+        }
     }
 
     fn old_object(&self) -> CelValue {
@@ -119,7 +124,7 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
         return Ok(CelResult::Skipped);
     }
     let subject = match template {
-        Some(pointer) => crate::kyverno::autogen::view(object, pointer),
+        Some(pointer) => template_view(object, pointer),
         None => object.clone(),
     };
     if !matching::object_selected(constraints, Some(&subject)) {
@@ -131,6 +136,25 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
         if !matching::namespace_selected(constraints, Some(&namespace)) {
             return Ok(CelResult::Skipped);
         }
+    }
+    // Kyverno checks exceptions first: one that holds exempts the request,
+    // unless it only lists images or values for the policy to read.
+    let mut allowed_images = Vec::new();
+    let mut allowed_values = Vec::new();
+    for exception in &policy.exceptions {
+        if evaluation.exception_holds(exception)? {
+            let spec = &exception.spec;
+            if spec.images.is_empty() && spec.allowed_values.is_empty() {
+                return Ok(CelResult::Skipped);
+            }
+            allowed_images.extend(spec.images.iter().cloned());
+            allowed_values.extend(spec.allowed_values.iter().cloned());
+        }
+    }
+    if policy.kind.is_kyverno() {
+        evaluation.exceptions = Some(json!({
+            "allowedImages": allowed_images, "allowedValues": allowed_values,
+        }));
     }
     let spec_at = format!("{}.spec", policy.at);
     for (i, condition) in policy.spec.match_conditions.iter().enumerate() {
@@ -151,11 +175,6 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
                     other.type_of()
                 ));
             }
-        }
-    }
-    for exception in &policy.exceptions {
-        if evaluation.exception_holds(exception)? {
-            return Ok(CelResult::Skipped);
         }
     }
     let schema = apply::has_schema(
@@ -206,12 +225,65 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
     let mutated = match template {
         Some(pointer) => {
             let mut whole = object.clone();
-            crate::kyverno::autogen::write_back(&mut whole, pointer, current);
+            write_back(&mut whole, pointer, current);
             whole
         }
         None => current,
     };
     Ok(CelResult::Mutated(mutated))
+}
+
+/// What a Pod policy sees of a controller: Kyverno rewrites its expressions
+/// so that `object.spec` and `object.metadata.labels` / `.annotations` are
+/// the Pod template's; the rest of `object.metadata` (name, namespace, ...)
+/// stays the controller's.
+fn template_view(object: &Value, pointer: &str) -> Value {
+    let mut view = crate::kyverno::autogen::view(object, pointer);
+    let mut metadata = object.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    if let Some(metadata) = metadata.as_object_mut() {
+        for key in ["labels", "annotations"] {
+            match view.pointer(&format!("/metadata/{key}")) {
+                Some(value) => metadata.insert(key.to_string(), value.clone()),
+                None => metadata.remove(key),
+            };
+        }
+    }
+    if let Some(view) = view.as_object_mut() {
+        view.insert("metadata".to_string(), metadata);
+    }
+    view
+}
+
+/// The view's spec, labels and annotations back into the template; the rest
+/// of its metadata into the controller's.
+fn write_back(object: &mut Value, pointer: &str, mut view: Value) {
+    let mut template_metadata = object
+        .pointer(pointer)
+        .and_then(|t| t.get("metadata"))
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let mut controller_metadata = view
+        .get_mut("metadata")
+        .map(Value::take)
+        .unwrap_or_else(|| json!({}));
+    if let (Some(template), Some(controller)) = (
+        template_metadata.as_object_mut(),
+        controller_metadata.as_object_mut(),
+    ) {
+        for key in ["labels", "annotations"] {
+            match controller.remove(key) {
+                Some(value) => template.insert(key.to_string(), value),
+                None => template.remove(key),
+            };
+        }
+    }
+    if let Some(view) = view.as_object_mut() {
+        view.insert("metadata".to_string(), template_metadata);
+    }
+    crate::kyverno::autogen::write_back(object, pointer, view);
+    if let Some(object) = object.as_object_mut() {
+        object.insert("metadata".to_string(), controller_metadata);
+    }
 }
 
 /// Where the Pod template is, when the policy's Pod mutations are also
@@ -296,6 +368,10 @@ struct Evaluation<'a> {
     answers: BTreeMap<ResourceCall, Result<Value, String>>,
     namespace: Option<Result<Value, String>>,
     namespace_bound: bool,
+    /// Kyverno's `exceptions` (`allowedImages`, `allowedValues`), once the
+    /// policy's exceptions are checked.
+    exceptions: Option<Value>,
+    exceptions_bound: bool,
     /// The host field masks for `resource.Get`, once worked out.
     masks: Option<Vec<String>>,
     /// The field paths of what `resource.Get` reads that any expression
@@ -326,6 +402,8 @@ impl<'a> Evaluation<'a> {
             answers: BTreeMap::new(),
             namespace: None,
             namespace_bound: false,
+            exceptions: None,
+            exceptions_bound: false,
             masks: None,
             reach: None,
         }
@@ -345,7 +423,8 @@ impl<'a> Evaluation<'a> {
                 bind(&mut context, "oldObject", self.request.old_object())?;
             }
             if self.policy.mentions("request") {
-                bind(&mut context, "request", self.request.request())?;
+                let with_objects = self.policy.kind.is_kyverno();
+                bind(&mut context, "request", self.request.request(with_objects))?;
             }
             if self.policy.mentions("params") {
                 let params = self
@@ -486,6 +565,13 @@ impl<'a> Evaluation<'a> {
             let namespace = from_json(&self.namespace()?);
             bind(self.context()?, "namespaceObject", namespace)?;
             self.namespace_bound = true;
+        }
+        if compiled.identifiers.contains("exceptions")
+            && !self.exceptions_bound
+            && let Some(exceptions) = self.exceptions.as_ref().map(from_json)
+        {
+            bind(self.context()?, "exceptions", exceptions)?;
+            self.exceptions_bound = true;
         }
         let wanted: BTreeSet<String> = compiled
             .variables
@@ -695,6 +781,7 @@ impl direct::Names for Evaluation<'_> {
                 .unwrap_or(Some(Value::Null)),
             "params" => Some(self.policy.params.clone().unwrap_or(Value::Null)),
             "namespaceObject" => self.namespace().ok(),
+            "exceptions" => self.exceptions.clone(),
             _ => None,
         }
     }

@@ -21,13 +21,14 @@ pub struct ExceptionSpec {
     /// (the policy does not read the clock).
     #[serde(default)]
     pub expires_at: Option<String>,
-    // For validating and image policies (`exceptions.allowedValues`,
-    // `exceptions.allowedImages`) and Kyverno's reports: nothing a mutation
-    // reads.
+    /// An exception with `images` or `allowedValues` does not exempt: the
+    /// policy runs, and reads them as `exceptions.allowedImages` and
+    /// `exceptions.allowedValues`.
     #[serde(default)]
-    pub allowed_values: Option<IgnoredAny>,
+    pub allowed_values: Vec<String>,
     #[serde(default)]
-    pub images: Option<IgnoredAny>,
+    pub images: Vec<String>,
+    // For Kyverno's reports: nothing a mutation reads.
     #[serde(default)]
     pub evaluation_mode: Option<IgnoredAny>,
     #[serde(default)]

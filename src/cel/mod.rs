@@ -43,7 +43,7 @@ impl CelKind {
         }
     }
 
-    fn is_kyverno(self) -> bool {
+    pub fn is_kyverno(self) -> bool {
         self != CelKind::MutatingAdmissionPolicy
     }
 }
@@ -119,6 +119,39 @@ const UNAVAILABLE: &[(&str, &str)] = &[
         "`authorizer` (through Kubewarden's can-i host capability) is not supported by this version",
     ),
 ];
+
+/// The controllers Kyverno's CEL policies generate for by default (its
+/// ClusterPolicy default adds ReplicationController).
+const CEL_AUTOGEN_DEFAULT: [&str; 6] = [
+    "DaemonSet",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+];
+
+/// Kyverno's condition for generating a CEL policy's controller rules: one
+/// resource rule, on core `v1` `pods` alone, without resource names,
+/// exclusions or an object selector with terms.
+fn can_autogen(constraints: Option<&spec::MatchResources>) -> bool {
+    let Some(constraints) = constraints else {
+        return false;
+    };
+    let selects_objects = constraints
+        .object_selector
+        .as_ref()
+        .is_some_and(|s| !s.match_labels.is_empty() || !s.match_expressions.is_empty());
+    let [rule] = constraints.resource_rules.as_slice() else {
+        return false;
+    };
+    !selects_objects
+        && constraints.exclude_resource_rules.is_empty()
+        && rule.resource_names.is_empty()
+        && rule.api_groups == [""]
+        && rule.api_versions == ["v1"]
+        && rule.resources == ["pods"]
+}
 
 /// Whether `api_version` is one the kind is published under.
 pub fn check_api_version(kind: CelKind, api_version: &str, at: &str) -> Result<(), String> {
@@ -257,30 +290,36 @@ impl CelPolicy {
             ));
         }
         let mut autogen = Vec::new();
-        if let Some(controllers) = spec
+        let named = spec
             .autogen
             .as_ref()
             .and_then(|a| a.pod_controllers.as_ref())
-        {
-            for (i, controller) in controllers.controllers.iter().enumerate() {
-                // Kyverno's CEL policies name controllers by resource
-                // (`deployments`); its ClusterPolicy annotation by kind.
-                let name = AUTOGEN_DEFAULT
-                    .iter()
-                    .find(|kind| {
-                        controller.eq_ignore_ascii_case(kind)
-                            || controller.eq_ignore_ascii_case(&format!("{kind}s"))
-                    })
-                    .copied()
-                    .unwrap_or(controller.as_str());
-                if !AUTOGEN_DEFAULT.contains(&name) {
-                    return Err(format!(
-                        "{spec_at}.autogen.podControllers.controllers[{i}]: {name:?} is not a Pod controller (one of {}, or their resources: deployments, cronjobs...)",
-                        AUTOGEN_DEFAULT.join(", ")
-                    ));
-                }
-                autogen.push(name.to_string());
+            .and_then(|p| p.controllers.as_ref());
+        // Kyverno generates for every controller unless the policy names
+        // them (`[]`: none), and only for a policy on Pods alone.
+        let default = || CEL_AUTOGEN_DEFAULT.iter().map(|k| k.to_string()).collect();
+        let controllers: Vec<String> = named.cloned().unwrap_or_else(default);
+        for (i, controller) in controllers.iter().enumerate() {
+            // Kyverno's CEL policies name controllers by resource
+            // (`deployments`); its ClusterPolicy annotation by kind.
+            let name = AUTOGEN_DEFAULT
+                .iter()
+                .find(|kind| {
+                    controller.eq_ignore_ascii_case(kind)
+                        || controller.eq_ignore_ascii_case(&format!("{kind}s"))
+                })
+                .copied()
+                .unwrap_or(controller.as_str());
+            if !AUTOGEN_DEFAULT.contains(&name) {
+                return Err(format!(
+                    "{spec_at}.autogen.podControllers.controllers[{i}]: {name:?} is not a Pod controller (one of {}, or their resources: deployments, cronjobs...)",
+                    AUTOGEN_DEFAULT.join(", ")
+                ));
             }
+            autogen.push(name.to_string());
+        }
+        if !kind.is_kyverno() || !can_autogen(spec.match_constraints.as_ref()) {
+            autogen.clear();
         }
         for (i, mutation) in spec.mutations.iter().enumerate() {
             let at = format!("{spec_at}.mutations[{i}]");
@@ -343,7 +382,7 @@ impl CelPolicy {
                 .filter(|word| {
                     matches!(
                         *word,
-                        "request" | "oldObject" | "params" | "namespaceObject"
+                        "request" | "oldObject" | "params" | "namespaceObject" | "exceptions"
                     )
                 })
                 .map(str::to_string)

@@ -127,8 +127,9 @@ pub struct CelAutogen {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PodControllers {
+    /// Absent: every controller Kyverno generates for; `[]`: none.
     #[serde(default)]
-    pub controllers: Vec<String>,
+    pub controllers: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -381,7 +381,10 @@ mod tests {
             ("ip('::1') == ip('::2')", b(false)),
             // The `ip.` namespace leaves a variable of that name alone.
             ("[{'x': 'a'}].map(ip, ip.x)[0]", s("a")),
-            ("[{'isCanonical': 'a'}].exists(ip, ip.isCanonical == 'a')", b(true)),
+            (
+                "[{'isCanonical': 'a'}].exists(ip, ip.isCanonical == 'a')",
+                b(true),
+            ),
         ]);
     }
 
