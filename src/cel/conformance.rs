@@ -574,8 +574,17 @@ fn kyverno_generates_pod_controller_mutations_by_default() {
         "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
             "Object{metadata: Object.metadata{labels: {'seen': object.metadata.name}}}"}}]
     }));
-    let response = run("deployment.json", policy);
+    let mut deployment = request("deployment.json");
+    deployment["object"]["metadata"]["labels"] = json!({"tier": "front"});
+    deployment["object"]["metadata"]["annotations"] = json!({"owner": "team-a"});
+    let response = run_on(deployment.clone(), policy, &Table::cluster());
     let mutated = response.mutated_object.unwrap_or_default();
+    // The Deployment's own metadata, labels and annotations included, is left
+    // as it was.
+    assert_eq!(
+        mutated.get("metadata"),
+        deployment.pointer("/object/metadata")
+    );
     let name = mutated.pointer("/metadata/name").cloned().unwrap_or_default();
     assert_eq!(
         mutated.pointer("/spec/template/metadata/labels/seen"),

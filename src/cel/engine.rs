@@ -281,6 +281,17 @@ fn write_back(object: &mut Value, pointer: &str, mut view: Value) {
         view.insert("metadata".to_string(), template_metadata);
     }
     crate::kyverno::autogen::write_back(object, pointer, view);
+    // The controller keeps its own labels and annotations.
+    if let (Some(controller), Some(original)) = (
+        controller_metadata.as_object_mut(),
+        object.get("metadata").and_then(Value::as_object),
+    ) {
+        for key in ["labels", "annotations"] {
+            if let Some(value) = original.get(key) {
+                controller.insert(key.to_string(), value.clone());
+            }
+        }
+    }
     if let Some(object) = object.as_object_mut() {
         object.insert("metadata".to_string(), controller_metadata);
     }
