@@ -53,6 +53,9 @@ struct TestFile {
     /// inline, `spec.crds` naming CRD files).
     #[serde(default, rename = "clusterResources")]
     cluster_resources: Vec<String>,
+    /// A `Context` document: `spec.images` stand for the registry.
+    #[serde(default)]
+    context: Option<String>,
     #[serde(default)]
     variables: Option<String>,
     #[serde(default)]
@@ -603,6 +606,37 @@ fn replace_image_entries(value: &mut Value, given: &BTreeMap<String, Value>) {
     }
 }
 
+/// A test's `Context` images as the registry's answers to the OCI host
+/// calls: the file's `config` and `manifest`; what it leaves out is filled
+/// in as an OCI manifest (no layers) and a digest the file does not give is
+/// a stand-in, `sha256:` and zeros.
+fn add_context_images(cluster: &mut TestCluster, path: &Path) -> Result<()> {
+    for doc in read_documents(path)? {
+        for image in doc["spec"]["images"].as_array().into_iter().flatten() {
+            let Some(reference) = image["image"].as_str() else {
+                continue;
+            };
+            let digest = image["digest"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("sha256:{}", "0".repeat(64)));
+            let manifest = match image.get("manifest") {
+                Some(manifest) => manifest.clone(),
+                None => json!({"schemaVersion": 2,
+                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                        "digest": digest, "size": 0},
+                    "layers": []}),
+            };
+            let answer = json!({"digest": digest, "manifest": manifest,
+                "config": image.get("config").cloned().unwrap_or_else(|| json!({}))});
+            let cluster_objects = std::mem::take(&mut cluster.cluster);
+            cluster.cluster = cluster_objects.with_image(reference, answer);
+        }
+    }
+    Ok(())
+}
+
 /// Reads a test's `clusterResources` files into `cluster`.
 fn add_cluster_resources(cluster: &mut TestCluster, dir: &Path, files: &[String]) -> Result<()> {
     for file in files {
@@ -795,6 +829,9 @@ pub fn run_test(
         cluster.exceptions.extend(read_documents(&dir.join(e))?);
     }
     add_cluster_resources(&mut cluster, dir, &spec.cluster_resources)?;
+    if let Some(context) = &spec.context {
+        add_context_images(&mut cluster, &dir.join(context))?;
+    }
     let cluster = Arc::new(cluster);
     let request_namespace = values
         .global_values

@@ -232,10 +232,12 @@ fn mistakes_are_refused_at_load_with_the_path() {
     assert!(msg.contains("uses `http`"), "{msg}");
     let msg = with(
         json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
-        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: image.GetMetadata('nginx').config}]"}}]}),
+        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: image.GetConfig('nginx')}]"}}]}),
     );
     assert!(
-        msg.contains("uses `image.GetMetadata`: image data through Kubewarden's OCI host capabilities is not supported"),
+        msg.contains(
+            "uses `image.GetConfig`: Kyverno's imagedata library has `image.GetMetadata` only"
+        ),
         "{msg}"
     );
     // A container's `image` field read with a method is not the imagedata library.
@@ -538,8 +540,17 @@ fn an_exception_with_images_hands_them_to_the_policy() {
             .and_then(|o| o.pointer("/metadata/labels/foo").cloned())
     };
     let pod = request("pod-with-node-name.json");
-    let response = run_on(pod.clone(), settings(json!(["nginx:1.27"])), &Table::cluster());
-    assert_eq!(labels(&response), Some(json!("bar")), "{:?}", response.message);
+    let response = run_on(
+        pod.clone(),
+        settings(json!(["nginx:1.27"])),
+        &Table::cluster(),
+    );
+    assert_eq!(
+        labels(&response),
+        Some(json!("bar")),
+        "{:?}",
+        response.message
+    );
     let response = run_on(pod, settings(json!(["busybox"])), &Table::cluster());
     assert!(response.accepted && labels(&response).is_none());
 }
@@ -553,7 +564,10 @@ fn kyverno_policies_see_the_object_in_request() {
                 "applyConfiguration": {"expression":
                     "Object{metadata: Object.metadata{annotations: {'node': request.object.target.name}}}"}}]}})
     };
-    let response = run("binding.json", policy("MutatingPolicy", "policies.kyverno.io/v1"));
+    let response = run(
+        "binding.json",
+        policy("MutatingPolicy", "policies.kyverno.io/v1"),
+    );
     assert_eq!(annotations(&response), json!({"node": "node-1"}));
     let response = run(
         "binding.json",
@@ -585,7 +599,10 @@ fn kyverno_generates_pod_controller_mutations_by_default() {
         mutated.get("metadata"),
         deployment.pointer("/object/metadata")
     );
-    let name = mutated.pointer("/metadata/name").cloned().unwrap_or_default();
+    let name = mutated
+        .pointer("/metadata/name")
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(
         mutated.pointer("/spec/template/metadata/labels/seen"),
         Some(&name),
@@ -600,4 +617,45 @@ fn kyverno_generates_pod_controller_mutations_by_default() {
             "Object{metadata: Object.metadata{labels: {'seen': 'yes'}}}"}}]
     }));
     assert!(run("deployment.json", two_rules).mutated_object.is_none());
+}
+
+#[test]
+fn image_metadata_comes_from_the_registry_through_the_host() {
+    // As kyverno/kyverno test/cli/test-mutating-policy/image-metadata: the
+    // image's config through oci/v1/oci_manifest_config, beside the image
+    // library's image(...) in the same expression.
+    use crate::cluster::{ImageRead, Read};
+    let image = |what| Read::Image {
+        reference: "nginx:1.27".into(),
+        what,
+    };
+    let table = Table::cluster()
+        .with(image(ImageRead::Digest), json!({"digest": "sha256:abc"}))
+        .with(
+            image(ImageRead::ManifestAndConfig),
+            json!({"digest": "sha256:amd", "manifest": {"schemaVersion": 2},
+                "config": {"architecture": "amd64", "os": "linux"}}),
+        );
+    let policy = mutating_policy(json!({
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["pods"]}]},
+        "variables": [{"name": "data", "expression": "image.GetMetadata(object.spec.containers[0].image)"}],
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+            "Object{metadata: Object.metadata{labels: {'arch': variables.data.config.architecture, 'registry': image(object.spec.containers[0].image).registry()}, annotations: {'resolved': variables.data.resolvedImage}}}"}}]
+    }));
+    let response = run_on(request("pod-with-node-name.json"), policy, &table);
+    let pod = response.mutated_object.unwrap_or_default();
+    assert_eq!(
+        pod.pointer("/metadata/labels/arch"),
+        Some(&json!("amd64")),
+        "{pod}"
+    );
+    assert_eq!(
+        pod.pointer("/metadata/labels/registry"),
+        Some(&json!("index.docker.io"))
+    );
+    assert_eq!(
+        pod.pointer("/metadata/annotations/resolved"),
+        Some(&json!("index.docker.io/library/nginx:1.27@sha256:abc"))
+    );
 }

@@ -16,7 +16,7 @@ use ::cel::{Context, Value as CelValue};
 use serde_json::{Value, json};
 
 use super::direct::{self, Direct};
-use super::environment::{self, READ_PENDING, ResourceCall, ResourceLibrary};
+use super::environment::{self, ImageDataLibrary, READ_PENDING, ResourceCall, ResourceLibrary};
 use super::exception::CelException;
 use super::matching::{self, RequestInfo};
 use super::program::{self, Compiled};
@@ -377,6 +377,8 @@ struct Evaluation<'a> {
     /// variable it reads).
     in_mutation: bool,
     answers: BTreeMap<ResourceCall, Result<Value, String>>,
+    /// `image.GetMetadata` answers, by reference.
+    images: BTreeMap<String, Result<Value, String>>,
     namespace: Option<Result<Value, String>>,
     namespace_bound: bool,
     /// Kyverno's `exceptions` (`allowedImages`, `allowedValues`), once the
@@ -411,6 +413,7 @@ impl<'a> Evaluation<'a> {
             direct_depth: 0,
             in_mutation: false,
             answers: BTreeMap::new(),
+            images: BTreeMap::new(),
             namespace: None,
             namespace_bound: false,
             exceptions: None,
@@ -744,8 +747,26 @@ impl<'a> Evaluation<'a> {
                 answers: Arc::new(answers),
                 wanted: Arc::new(Mutex::new(Vec::new())),
             };
+            let images = ImageDataLibrary {
+                answers: Arc::new(
+                    self.images
+                        .iter()
+                        .map(|(image, answer)| {
+                            (
+                                image.clone(),
+                                answer.as_ref().map(from_json).map_err(Clone::clone),
+                            )
+                        })
+                        .collect(),
+                ),
+                wanted: Arc::new(Mutex::new(Vec::new())),
+            };
+            let imagedata = self.policy.libraries().imagedata;
             let context = self.context()?;
             context.add_variable_as_val("resource", Box::new(library.clone()));
+            if imagedata {
+                context.add_variable_as_val("image", Box::new(images.clone()));
+            }
             let error = match context.resolve(&compiled.expression) {
                 Ok(value) => return Ok(value),
                 Err(error) => error,
@@ -764,9 +785,24 @@ impl<'a> Evaluation<'a> {
             {
                 return Err(why.clone());
             }
+            let wanted_images = images
+                .wanted
+                .lock()
+                .map(|mut w| std::mem::take(&mut *w))
+                .unwrap_or_default();
             let pending = error.to_string().contains(READ_PENDING);
-            if wanted.is_empty() || !pending {
+            if (wanted.is_empty() && wanted_images.is_empty()) || !pending {
                 return Err(describe(&error));
+            }
+            for image in wanted_images {
+                if self.answers.len() + self.images.len() >= MAX_READS {
+                    return Err(format!(
+                        "more than {MAX_READS} resource and image reads in one evaluation"
+                    ));
+                }
+                let answer =
+                    crate::kyverno::image_registry::image_metadata(&image, self.request.cluster);
+                self.images.insert(image, answer);
             }
             for call in wanted {
                 // A failed read is kept as the call's answer; a read not

@@ -48,6 +48,9 @@ pub struct Libraries {
     pub list_functions: bool,
     /// Kubernetes' IP and CIDR libraries (see [`libraries::ip`]).
     pub ip: bool,
+    /// Kyverno's `imagedata` library (`image.GetMetadata`, see
+    /// [`ImageDataLibrary`]).
+    pub imagedata: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -94,6 +97,7 @@ impl Libraries {
                 libraries.list_functions |=
                     matches!(word, "isSorted" | "sum" | "min" | "max" | "includes");
                 libraries.ip |= matches!(word, "ip" | "isIP" | "cidr" | "isCIDR");
+                libraries.imagedata |= matches!(word, "GetMetadata" | "getMetadata");
             }
             // `image` is also a container's field: only a call counts.
             libraries.image |= libraries::calls_global(source, "image");
@@ -206,6 +210,20 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
                 RESOURCE_TYPE.to_owned(),
                 (0..3).map(|_| string()).collect(),
                 resource_list,
+            );
+        }
+    }
+    if libraries.imagedata {
+        for (name, id) in [
+            ("GetMetadata", "image.GetMetadata(string)"),
+            ("getMetadata", "image.getMetadata(string)"),
+        ] {
+            let _ = env.add_member_overload(
+                name,
+                id,
+                IMAGEDATA_TYPE.to_owned(),
+                vec![string()],
+                image_metadata,
             );
         }
     }
@@ -429,16 +447,66 @@ fn resource_call<'b, 'v>(
             None
         },
     };
-    match library.answers.get(&call) {
+    answered(&library.answers, &library.wanted, call, function)
+}
+
+/// The answer to `call`, or, without one yet, the call recorded as wanted and
+/// [`READ_PENDING`].
+fn answered<'b, 'v, K: Ord>(
+    answers: &BTreeMap<K, Result<Value, String>>,
+    wanted: &Mutex<Vec<K>>,
+    call: K,
+    function: &str,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    match answers.get(&call) {
         Some(Ok(value)) => Box::<dyn Val>::try_from(value.clone()).map(CowVal::Owned),
         Some(Err(why)) => Err(ExecutionError::function_error(function, why)),
         None => {
-            if let Ok(mut wanted) = library.wanted.lock() {
+            if let Ok(mut wanted) = wanted.lock() {
                 wanted.push(call);
             }
             Err(ExecutionError::function_error(function, READ_PENDING))
         }
     }
+}
+
+static IMAGEDATA_TYPE: Type = Type::new_unspecified_type("kyverno.imagedata");
+
+/// Kyverno's `imagedata` library, bound as `image` beside the image
+/// library's `image(...)` function: what a registry says of an image,
+/// through Kubewarden's OCI host capabilities. Answers travel as in
+/// [`ResourceLibrary`]: a call without its answer records the reference and
+/// fails, and the engine reads it and evaluates again.
+#[derive(Debug, Clone, Default)]
+pub struct ImageDataLibrary {
+    pub answers: Arc<BTreeMap<String, Result<Value, String>>>,
+    pub wanted: Arc<Mutex<Vec<String>>>,
+}
+
+impl Val for ImageDataLibrary {
+    fn get_type(&self) -> &Type {
+        &IMAGEDATA_TYPE
+    }
+    fn cel_type() -> &'static Type {
+        &IMAGEDATA_TYPE
+    }
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(self)
+    }
+}
+impl StaticVal for ImageDataLibrary {}
+
+fn image_metadata<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let function = "image.GetMetadata";
+    let library = args
+        .first()
+        .and_then(|this| this.downcast_ref::<ImageDataLibrary>())
+        .ok_or_else(|| ExecutionError::function_error(function, "called on something else"))?;
+    let reference = string_arg(&args, 1, function)?.to_string();
+    answered(&library.answers, &library.wanted, reference, function)
 }
 
 fn resource_get<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {

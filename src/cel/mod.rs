@@ -111,10 +111,6 @@ const UNAVAILABLE: &[(&str, &str)] = &[
         "Kyverno's global context is a cache Kyverno keeps; Kubewarden has no counterpart",
     ),
     (
-        "imagedata",
-        "image data through Kubewarden's OCI host capabilities is not supported by this version",
-    ),
-    (
         "authorizer",
         "`authorizer` (through Kubewarden's can-i host capability) is not supported by this version",
     ),
@@ -483,15 +479,17 @@ impl CelPolicy {
                         .chars()
                         .take_while(|c| c.is_ascii_alphanumeric())
                         .collect();
-                    rest.get(name.len()..)
-                        .is_some_and(|after| after.trim_start().starts_with('('))
-                        .then_some(name)
+                    let called = rest
+                        .get(name.len()..)
+                        .is_some_and(|after| after.trim_start().starts_with('('));
+                    (called && name != "GetMetadata" && name != "getMetadata").then_some(name)
                 })
             {
-                // `image.GetMetadata(...)` is Kyverno's imagedata library;
-                // the image library's functions are `image(...)` and members.
+                // `image.GetMetadata(...)` is Kyverno's imagedata library,
+                // its one function; the image library's functions are
+                // `image(...)` and members.
                 return Err(format!(
-                    "{at}: uses `image.{call}`: image data through Kubewarden's OCI host capabilities is not supported by this version"
+                    "{at}: uses `image.{call}`: Kyverno's imagedata library has `image.GetMetadata` only"
                 ));
             }
             if compiled.libraries.contains("resource") {

@@ -127,6 +127,52 @@ pub fn image_data(
     Ok(Value::Object(data))
 }
 
+/// Kyverno's CEL `image.GetMetadata(reference)`: `{image, resolvedImage,
+/// registry, repository, identifier, tag, digest, manifest, config}`, the
+/// resolved image being `name:tag@digest` (or `name@digest`). The digest is
+/// the reference's own when it has one, else the registry's.
+pub fn image_metadata(reference: &str, cluster: &CachedCluster) -> Result<Value, String> {
+    let name = ImageName::parse(reference)
+        .ok_or_else(|| format!("{reference:?} is not an image reference"))?;
+    let (_, tag, digest) = super::images::split_reference(reference.trim())
+        .ok_or_else(|| format!("{reference:?} is not an image reference"))?;
+    let read = |what| {
+        cluster.read_json(&Read::Image {
+            reference: reference.to_string(),
+            what,
+        })
+    };
+    let digest = match digest {
+        Some(digest) => digest.to_string(),
+        None => read(ImageRead::Digest)?
+            .get("digest")
+            .and_then(Value::as_str)
+            .ok_or("the host's answer has no digest")?
+            .to_string(),
+    };
+    let mut answer = read(ImageRead::ManifestAndConfig)?;
+    let mut take = |key: &str| answer.get_mut(key).map(Value::take).unwrap_or_default();
+    let (manifest, config) = (take("manifest"), take("config"));
+    let context = format!("{}/{}", name.registry, name.repository);
+    let resolved = match tag {
+        Some(tag) => format!("{context}:{tag}@{digest}"),
+        None => format!("{context}@{digest}"),
+    };
+    let mut data = Map::new();
+    data.insert("image".into(), json!(reference));
+    data.insert("resolvedImage".into(), json!(resolved));
+    data.insert("registry".into(), json!(name.registry));
+    data.insert("repository".into(), json!(name.repository));
+    data.insert("identifier".into(), json!(name.identifier));
+    if let Some(tag) = tag {
+        data.insert("tag".into(), json!(tag));
+    }
+    data.insert("digest".into(), json!(digest));
+    data.insert("manifest".into(), manifest);
+    data.insert("config".into(), config);
+    Ok(Value::Object(data))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +270,19 @@ mod tests {
         assert_eq!(data["configData"]["config"]["User"], "1000");
         assert_eq!(data["manifest"]["schemaVersion"], 2);
         assert_eq!(*registry.0.borrow(), [ImageRead::ManifestAndConfig]);
+        // Kyverno's CEL image.GetMetadata: the digest and the manifest and
+        // config, each read once for the evaluation.
+        let metadata = image_metadata("ghcr.io/org/app:1", &cluster).unwrap();
+        assert_eq!(metadata["resolvedImage"], "ghcr.io/org/app:1@sha256:index");
+        assert_eq!(metadata["config"]["config"]["User"], "1000");
+        assert_eq!(
+            (metadata["tag"].as_str(), metadata["digest"].as_str()),
+            (Some("1"), Some("sha256:index"))
+        );
+        assert_eq!(
+            *registry.0.borrow(),
+            [ImageRead::ManifestAndConfig, ImageRead::Digest]
+        );
         let missing = image_data("ghcr.io/org/other:1", None, &cluster).unwrap_err();
         assert!(missing.contains("manifest unknown"), "{missing}");
         assert!(image_data("Not An Image", None, &cluster).is_err());
