@@ -21,7 +21,9 @@ use serde_json::{Value, json};
 /// kinds the step read, its host calls replayed) and compares the patch.
 fn kwctl_step(annotated: &Path, work: &Path, step: &Step) -> Result<(), String> {
     let mut granted: Vec<Value> = vec![json!({"apiVersion": "v1", "kind": "Node"})];
-    for (_, payload, _) in &step.exchanges {
+    // Kubernetes reads name a kind to grant; the OCI calls' payload is the
+    // bare image reference.
+    for (_, payload, _) in step.exchanges.iter().filter(|(_, p, _)| p.is_object()) {
         let resource = json!({"apiVersion": payload["api_version"], "kind": payload["kind"]});
         if !granted.contains(&resource) {
             granted.push(resource);

@@ -97,6 +97,9 @@ struct Run<'a> {
     /// Kinds some step applied (an assert on any other kind waits for a
     /// controller that is not here).
     applied_kinds: Vec<String>,
+    /// The first image a policy asked a registry about that the simulation
+    /// could not answer.
+    unreachable_image: Option<String>,
     report: TestReport,
 }
 
@@ -112,6 +115,7 @@ pub fn run_chainsaw_test(
         cluster: SimulatedCluster::default(),
         policies: LoadedPolicies::default(),
         applied_kinds: vec!["Node".into(), "Namespace".into(), "ServiceAccount".into()],
+        unreachable_image: None,
         report: TestReport {
             outcome: TestOutcome::Pass,
             notes: Vec::new(),
@@ -127,6 +131,13 @@ pub fn run_chainsaw_test(
         .try_for_each(|(index, ops)| ops.iter().try_for_each(|op| run.play(index + 1, op)));
     if let Err(outcome) = played {
         run.report.outcome = outcome;
+    }
+    // An image the simulation has no registry for: the test needs the
+    // registry it names (ghcr.io, docker.io), which is not reachable here.
+    if let Some(image) = run.unreachable_image.take() {
+        run.report.outcome = TestOutcome::Skipped(format!(
+            "reads image {image} from its registry (oci/v1), which the simulated cluster does not have"
+        ));
     }
     run.report
 }
@@ -293,6 +304,14 @@ impl Run<'_> {
             exchanges: host.recorded(),
             patch: evaluation.patch.clone(),
         };
+        if let Some((_, image, _)) = check
+            .exchanges
+            .iter()
+            .find(|(operation, _, answer)| operation.starts_with("v1/") && answer.is_err())
+        {
+            self.unreachable_image
+                .get_or_insert_with(|| image.as_str().unwrap_or_default().to_string());
+        }
         if let Some(kwctl) = self.kwctl {
             self.report.kwctl_checked += 1;
             // kwctl must accept with the same patch, or reject as the policy did.
