@@ -19,7 +19,7 @@ wasm-target:
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
 
 # binaryen's wasm-opt, from npm (Node runs it): -Os takes 12 % off the module
-# and leaves an evaluation as fast (docs/performance.md, "Module size").
+# and leaves an evaluation as fast (docs/performance.md, "wasm-opt").
 WASM_OPT := tools/binaryen/node_modules/binaryen/bin/wasm-opt
 # The features rustc's wasm32-wasip1 output uses; wasm-opt adds none of its own.
 WASM_FEATURES := --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
