@@ -64,6 +64,12 @@ pub struct InMemoryCluster {
 
 impl InMemoryCluster {
     pub fn with(mut self, object: Value) -> Self {
+        self.insert(object);
+        self
+    }
+
+    /// Adds (or replaces) an object.
+    pub fn insert(&mut self, object: Value) {
         let api_version = object["apiVersion"]
             .as_str()
             .unwrap_or_default()
@@ -76,13 +82,11 @@ impl InMemoryCluster {
             .to_string();
         self.objects
             .insert((api_version, kind, namespace, name), object);
-        self
     }
 
     /// An image the registry knows: `{digest, manifest, config}`.
-    pub fn with_image(mut self, reference: &str, image: Value) -> Self {
+    pub fn insert_image(&mut self, reference: &str, image: Value) {
         self.images.insert(reference.to_string(), image);
-        self
     }
 
     /// `oci/v1/manifest_digest` and `oci/v1/oci_manifest_config`, as

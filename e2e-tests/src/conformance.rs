@@ -630,8 +630,7 @@ fn add_context_images(cluster: &mut TestCluster, path: &Path) -> Result<()> {
             };
             let answer = json!({"digest": digest, "manifest": manifest,
                 "config": image.get("config").cloned().unwrap_or_else(|| json!({}))});
-            let cluster_objects = std::mem::take(&mut cluster.cluster);
-            cluster.cluster = cluster_objects.with_image(reference, answer);
+            cluster.cluster.insert_image(reference, answer);
         }
     }
     Ok(())
@@ -681,8 +680,7 @@ fn add_cluster_object(cluster: &mut TestCluster, object: Value) {
     } else {
         with_default_namespace(object)
     };
-    let cluster_objects = std::mem::take(&mut cluster.cluster);
-    cluster.cluster = cluster_objects.with(object);
+    cluster.cluster.insert(object);
 }
 
 /// One application of one policy to one object, as the steps kwctl replays.

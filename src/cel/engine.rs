@@ -747,7 +747,8 @@ impl<'a> Evaluation<'a> {
                 answers: Arc::new(answers),
                 wanted: Arc::new(Mutex::new(Vec::new())),
             };
-            let images = ImageDataLibrary {
+            // Only a policy that calls `image.GetMetadata` gets the library.
+            let images = self.policy.libraries().imagedata.then(|| ImageDataLibrary {
                 answers: Arc::new(
                     self.images
                         .iter()
@@ -760,11 +761,10 @@ impl<'a> Evaluation<'a> {
                         .collect(),
                 ),
                 wanted: Arc::new(Mutex::new(Vec::new())),
-            };
-            let imagedata = self.policy.libraries().imagedata;
+            });
             let context = self.context()?;
             context.add_variable_as_val("resource", Box::new(library.clone()));
-            if imagedata {
+            if let Some(images) = &images {
                 context.add_variable_as_val("image", Box::new(images.clone()));
             }
             let error = match context.resolve(&compiled.expression) {
@@ -786,9 +786,13 @@ impl<'a> Evaluation<'a> {
                 return Err(why.clone());
             }
             let wanted_images = images
-                .wanted
-                .lock()
-                .map(|mut w| std::mem::take(&mut *w))
+                .and_then(|images| {
+                    images
+                        .wanted
+                        .lock()
+                        .ok()
+                        .map(|mut w| std::mem::take(&mut *w))
+                })
                 .unwrap_or_default();
             let pending = error.to_string().contains(READ_PENDING);
             if (wanted.is_empty() && wanted_images.is_empty()) || !pending {

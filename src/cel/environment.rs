@@ -11,7 +11,7 @@ use ::cel::common::types::{CelString, Type};
 use ::cel::common::value::{CowVal, StaticVal, Val};
 use ::cel::{Env, ExecutionError, StructType, Value};
 
-use super::libraries;
+use super::libraries::{self, string_arg};
 use crate::cluster::{CachedCluster, Read};
 use crate::kyverno::field_paths::Reach;
 use crate::kyverno::resources::{ResourceKind, kind_of};
@@ -129,7 +129,7 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     if libraries.math {
         let _ = env.add_extension(::cel::extensions::math);
     }
-    let string = || ::cel::common::types::STRING_TYPE.to_owned();
+    let string = libraries::string_type;
     if libraries.jsonpatch {
         let _ = env.add_overload(
             "jsonpatch.escapeKey",
@@ -170,8 +170,8 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
         );
     }
     if libraries.kubernetes_lists {
-        let any = || ::cel::common::types::DYN_TYPE.to_owned();
-        let list = || ::cel::common::types::LIST_TYPE.to_owned();
+        let any = libraries::dyn_type;
+        let list = libraries::list_type;
         let _ = env.add_member_overload(
             "indexOf",
             "list.indexOf(dyn)",
@@ -299,19 +299,6 @@ fn escape_key<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execu
     Ok(CowVal::owned(CelString::from(
         key.replace('~', "~0").replace('/', "~1"),
     )))
-}
-
-fn string_arg<'a>(
-    args: &'a [CowVal<'_, '_>],
-    index: usize,
-    function: &str,
-) -> Result<&'a str, ExecutionError> {
-    args.get(index)
-        .and_then(|arg| arg.downcast_ref::<CelString>())
-        .map(|s| s.inner())
-        .ok_or_else(|| {
-            ExecutionError::function_error(function, format!("argument {index} must be a string"))
-        })
 }
 
 fn regex_of(args: &[CowVal<'_, '_>], function: &str) -> Result<regex_lite::Regex, ExecutionError> {

@@ -470,8 +470,7 @@ impl CelPolicy {
             if compiled.libraries.contains("image")
                 && let Some(call) = source.match_indices("image.").find_map(|(at, _)| {
                     // `image.f(...)`, not a field's `c.image.startsWith(...)`.
-                    let before = source.get(..at).and_then(|s| s.chars().next_back());
-                    if before.is_some_and(|c| c == '.' || c == '_' || c.is_ascii_alphanumeric()) {
+                    if !libraries::starts_name(source, at) {
                         return None;
                     }
                     let rest = source.get(at + "image.".len()..)?;

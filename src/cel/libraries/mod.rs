@@ -100,6 +100,60 @@ pub(crate) fn opaque_arg<T: Opaque + Clone>(
     }
 }
 
+/// An opaque value Kubernetes' libraries compare with `isLessThan`,
+/// `isGreaterThan` and `compareTo` (quantities by value, versions by
+/// precedence).
+pub(crate) trait Ordered: Opaque + Clone {
+    fn order(&self, other: &Self) -> std::cmp::Ordering;
+}
+
+/// Declares `isLessThan`, `isGreaterThan` and `compareTo` on `target`, with
+/// the overload ids `{prefix}_{name}`.
+pub(crate) fn register_ordering<T: Ordered>(env: &mut Env, prefix: &str, target: fn() -> Type) {
+    let ops: [(&str, Function); 3] = [
+        ("isLessThan", is_less_than::<T>),
+        ("isGreaterThan", is_greater_than::<T>),
+        ("compareTo", compare_to::<T>),
+    ];
+    for (name, op) in ops {
+        member(
+            env,
+            name,
+            &format!("{prefix}_{name}"),
+            target(),
+            vec![target()],
+            op,
+        );
+    }
+}
+
+fn ordering<T: Ordered>(
+    args: &[CowVal<'_, '_>],
+    function: &str,
+) -> Result<std::cmp::Ordering, ExecutionError> {
+    let a = opaque_arg::<T>(args, 0, function)?;
+    let b = opaque_arg::<T>(args, 1, function)?;
+    Ok(a.order(&b))
+}
+
+fn is_less_than<'b, 'v, T: Ordered>(
+    args: Vec<CowVal<'b, 'v>>,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    boolean(ordering::<T>(&args, "isLessThan")?.is_lt())
+}
+
+fn is_greater_than<'b, 'v, T: Ordered>(
+    args: Vec<CowVal<'b, 'v>>,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    boolean(ordering::<T>(&args, "isGreaterThan")?.is_gt())
+}
+
+fn compare_to<'b, 'v, T: Ordered>(
+    args: Vec<CowVal<'b, 'v>>,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    int(ordering::<T>(&args, "compareTo")? as i64)
+}
+
 /// A value of the crate's `Value` form, as a function result.
 pub(crate) fn owned<'b, 'v>(value: Value) -> Result<CowVal<'b, 'v>, ExecutionError> {
     Box::<dyn Val>::try_from(value).map(CowVal::Owned)
@@ -126,11 +180,16 @@ pub(crate) fn int<'b, 'v>(value: i64) -> Result<CowVal<'b, 'v>, ExecutionError> 
 /// names (`image`) are told apart from a field read.
 pub(crate) fn calls_global(source: &str, name: &str) -> bool {
     source.match_indices(name).any(|(at, _)| {
-        let before = source.get(..at).and_then(|s| s.chars().next_back());
         let after = source.get(at + name.len()..).unwrap_or_default();
-        !before.is_some_and(|c| c == '.' || c == '_' || c.is_ascii_alphanumeric())
-            && after.trim_start().starts_with('(')
+        starts_name(source, at) && after.trim_start().starts_with('(')
     })
+}
+
+/// Whether the text at `at` starts a name of its own: not the rest of an
+/// identifier, nor a field after a `.`.
+pub(crate) fn starts_name(source: &str, at: usize) -> bool {
+    let before = source.get(..at).and_then(|s| s.chars().next_back());
+    !before.is_some_and(|c| c == '.' || c == '_' || c.is_ascii_alphanumeric())
 }
 
 #[cfg(test)]

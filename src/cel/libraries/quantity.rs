@@ -15,8 +15,8 @@ use ::cel::objects::Opaque;
 use ::cel::{Env, ExecutionError};
 
 use super::{
-    Function, boolean, error, global, int, int_arg, int_type, member, opaque, opaque_arg,
-    string_arg, string_type,
+    Function, Ordered, boolean, error, global, int, int_arg, int_type, member, opaque, opaque_arg,
+    register_ordering, string_arg, string_type,
 };
 use crate::kyverno::units::{Quantity as Parsed, QuantityFormat};
 
@@ -41,6 +41,12 @@ impl Eq for Quantity {}
 impl Opaque for Quantity {
     fn runtime_type_name(&self) -> &str {
         TYPE_NAME
+    }
+}
+
+impl Ordered for Quantity {
+    fn order(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.nanos.cmp(&other.0.nanos)
     }
 }
 
@@ -80,13 +86,8 @@ pub fn register(env: &mut Env) {
     for (name, op) in unary {
         member(env, name, &format!("quantity_{name}"), q(), vec![], op);
     }
-    let binary: [(&str, Function); 5] = [
-        ("isLessThan", is_less_than),
-        ("isGreaterThan", is_greater_than),
-        ("compareTo", compare_to),
-        ("add", add),
-        ("sub", sub),
-    ];
+    register_ordering::<Quantity>(env, "quantity", q);
+    let binary: [(&str, Function); 2] = [("add", add), ("sub", sub)];
     for (name, op) in binary {
         member(env, name, &format!("quantity_{name}"), q(), vec![q()], op);
     }
@@ -140,24 +141,6 @@ fn as_integer<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execu
 fn as_float<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let q = this(&args, "asApproximateFloat")?;
     Ok(CowVal::owned(CelDouble::from(q.nanos as f64 / NANO as f64)))
-}
-
-fn ordering(args: &[CowVal<'_, '_>], function: &str) -> Result<std::cmp::Ordering, ExecutionError> {
-    let a = this(args, function)?;
-    let b = opaque_arg::<Quantity>(args, 1, function)?.0;
-    Ok(a.nanos.cmp(&b.nanos))
-}
-
-fn is_less_than<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    boolean(ordering(&args, "isLessThan")?.is_lt())
-}
-
-fn is_greater_than<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    boolean(ordering(&args, "isGreaterThan")?.is_gt())
-}
-
-fn compare_to<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    int(ordering(&args, "compareTo")? as i64)
 }
 
 /// The operand of `add` and `sub`: a quantity, or an int of units.

@@ -12,7 +12,8 @@ use ::cel::objects::Opaque;
 use ::cel::{Env, ExecutionError};
 
 use super::{
-    Function, boolean, error, global, int, member, opaque, opaque_arg, string_arg, string_type,
+    Function, Ordered, boolean, error, global, int, member, opaque, opaque_arg, register_ordering,
+    string_arg, string_type,
 };
 
 const TYPE_NAME: &str = "kubernetes.Semver";
@@ -45,6 +46,12 @@ impl Eq for Semver {}
 impl Opaque for Semver {
     fn runtime_type_name(&self) -> &str {
         TYPE_NAME
+    }
+}
+
+impl Ordered for Semver {
+    fn order(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
     }
 }
 
@@ -127,14 +134,7 @@ pub fn register(env: &mut Env) {
     for (name, op) in unary {
         member(env, name, &format!("semver_{name}"), v(), vec![], op);
     }
-    let binary: [(&str, Function); 3] = [
-        ("isLessThan", is_less_than),
-        ("isGreaterThan", is_greater_than),
-        ("compareTo", compare_to),
-    ];
-    for (name, op) in binary {
-        member(env, name, &format!("semver_{name}"), v(), vec![v()], op);
-    }
+    register_ordering::<Semver>(env, "semver", v);
 }
 
 fn to_semver<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -167,24 +167,6 @@ fn minor<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionE
 
 fn patch<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     number(this(&args, "patch")?.0.patch, "patch")
-}
-
-fn ordering(args: &[CowVal<'_, '_>], function: &str) -> Result<std::cmp::Ordering, ExecutionError> {
-    let a = this(args, function)?;
-    let b = opaque_arg::<Semver>(args, 1, function)?;
-    Ok(a.key().cmp(&b.key()))
-}
-
-fn is_less_than<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    boolean(ordering(&args, "isLessThan")?.is_lt())
-}
-
-fn is_greater_than<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    boolean(ordering(&args, "isGreaterThan")?.is_gt())
-}
-
-fn compare_to<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    int(ordering(&args, "compareTo")? as i64)
 }
 
 #[cfg(test)]
