@@ -262,5 +262,9 @@ fn cap_warnings(warnings: Vec<String>) -> Option<Vec<String>> {
 
 #[cfg(test)]
 mod bad_inputs;
+// A counting global allocator for one measurement (test builds only).
+#[cfg(test)]
+#[allow(unsafe_code)]
+mod heap_peak;
 #[cfg(test)]
 mod tests;

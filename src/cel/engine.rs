@@ -156,13 +156,13 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
             "allowedImages": allowed_images, "allowedValues": allowed_values,
         }));
     }
-    let spec_at = format!("{}.spec", policy.at);
+    // Paths in the settings are for messages: made only when one is needed.
     for (i, condition) in policy.spec.match_conditions.iter().enumerate() {
-        let at = format!("{spec_at}.matchConditions[{i}]");
-        let value = match evaluation.evaluate(&at, &condition.expression)? {
+        let at = || format!("{}.spec.matchConditions[{i}]", policy.at);
+        let value = match evaluation.evaluate(&condition.expression, at)? {
             Evaluated::Json(Value::Bool(b)) => CelValue::Bool(b),
             // Anything else is reported as the crate types it.
-            Evaluated::Json(_) => evaluation.evaluate_with_crate(&at, &condition.expression)?,
+            Evaluated::Json(_) => evaluation.evaluate_with_crate(&condition.expression, at)?,
             Evaluated::Cel(value) => value,
         };
         match value {
@@ -189,9 +189,9 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
             (None, Some(e)) => ("jsonPatch", e),
             (None, None) => continue,
         };
-        let at = format!("{spec_at}.mutations[{i}].{field}.expression");
+        let at = || format!("{}.spec.mutations[{i}].{field}.expression", policy.at);
         evaluation.in_mutation = true;
-        let result = evaluation.evaluate(&at, &expression.expression);
+        let result = evaluation.evaluate(&expression.expression, at);
         evaluation.in_mutation = false;
         let result = match result? {
             Evaluated::Json(result) => result,
@@ -366,7 +366,8 @@ struct Evaluation<'a> {
     /// crate: building the crate's environment is most of what a small
     /// policy would cost otherwise.
     context: Option<Context<'static, 'static>>,
-    compiled: BTreeMap<String, Rc<Compiled>>,
+    /// Parsed expressions by their text (the policy's own strings).
+    compiled: BTreeMap<&'a str, Rc<Compiled>>,
     /// The crate's values of the variables computed so far.
     variables: BTreeMap<String, Result<CelValue, String>>,
     /// The direct evaluator's; `None`: left to the crate.
@@ -501,20 +502,30 @@ impl<'a> Evaluation<'a> {
         namespace
     }
 
-    fn compile(&mut self, at: &str, source: &str) -> Result<Rc<Compiled>, String> {
-        if let Some(compiled) = self.compiled.get(at) {
+    /// `source` parsed, once per evaluation; `at` (its path in the
+    /// settings, for a message) is made only when it is parsed.
+    fn compile(
+        &mut self,
+        source: &'a str,
+        at: impl FnOnce() -> String,
+    ) -> Result<Rc<Compiled>, String> {
+        if let Some(compiled) = self.compiled.get(source) {
             return Ok(compiled.clone());
         }
-        let compiled = Rc::new(program::compile(source, at)?);
-        self.compiled.insert(at.to_string(), compiled.clone());
+        let compiled = Rc::new(program::compile(source, &at())?);
+        self.compiled.insert(source, compiled.clone());
         Ok(compiled)
     }
 
     /// Evaluates the expression at `at`: directly over JSON where the
     /// direct evaluator can, otherwise by the crate, with the variables and
     /// context it reads made ready first.
-    fn evaluate(&mut self, at: &str, source: &str) -> Result<Evaluated, String> {
-        let compiled = self.compile(at, source)?;
+    fn evaluate(
+        &mut self,
+        source: &'a str,
+        at: impl FnOnce() -> String,
+    ) -> Result<Evaluated, String> {
+        let compiled = self.compile(source, at)?;
         if let Some(value) = self.direct(&compiled) {
             return Ok(Evaluated::Json(value));
         }
@@ -522,8 +533,12 @@ impl<'a> Evaluation<'a> {
     }
 
     /// Evaluates the expression at `at` by the crate alone.
-    fn evaluate_with_crate(&mut self, at: &str, source: &str) -> Result<CelValue, String> {
-        let compiled = self.compile(at, source)?;
+    fn evaluate_with_crate(
+        &mut self,
+        source: &'a str,
+        at: impl FnOnce() -> String,
+    ) -> Result<CelValue, String> {
+        let compiled = self.compile(source, at)?;
         self.evaluate_compiled(&compiled)
     }
 
@@ -546,10 +561,10 @@ impl<'a> Evaluation<'a> {
 
     /// Whether every condition of `exception` holds for the request (it
     /// then exempts it); an error follows the policy's failurePolicy.
-    fn exception_holds(&mut self, exception: &CelException) -> Result<bool, String> {
+    fn exception_holds(&mut self, exception: &'a CelException) -> Result<bool, String> {
         for (i, condition) in exception.spec.match_conditions.iter().enumerate() {
-            let at = format!("{}.spec.matchConditions[{i}].expression", exception.at);
-            let value = match self.evaluate(&at, &condition.expression) {
+            let at = || format!("{}.spec.matchConditions[{i}].expression", exception.at);
+            let value = match self.evaluate(&condition.expression, at) {
                 Ok(Evaluated::Json(Value::Bool(b))) => b,
                 Ok(Evaluated::Cel(CelValue::Bool(b))) => b,
                 Ok(_) => {
@@ -601,7 +616,7 @@ impl<'a> Evaluation<'a> {
             return Err("variables refer to each other in a cycle".to_string());
         }
         for name in wanted {
-            let (_, own) = self.variable_expression(&name)?;
+            let own = self.variable_expression(&name)?;
             self.prepare(&own, depth + 1)?;
             // A failure is named by the variable where it happened; those
             // reading it carry that name on.
@@ -618,9 +633,9 @@ impl<'a> Evaluation<'a> {
     }
 
     /// The declared variable `name`, parsed.
-    fn variable_expression(&mut self, name: &str) -> Result<(String, Rc<Compiled>), String> {
-        let Some((i, variable)) = self
-            .policy
+    fn variable_expression(&mut self, name: &str) -> Result<Rc<Compiled>, String> {
+        let policy = self.policy;
+        let Some((i, variable)) = policy
             .spec
             .variables
             .iter()
@@ -629,9 +644,9 @@ impl<'a> Evaluation<'a> {
         else {
             return Err(format!("variables.{name} is not declared"));
         };
-        let at = format!("{}.spec.variables[{i}].expression", self.policy.at);
-        let compiled = self.compile(&at, &variable.expression)?;
-        Ok((at, compiled))
+        self.compile(&variable.expression, || {
+            format!("{}.spec.variables[{i}].expression", policy.at)
+        })
     }
 
     fn bind_variables(&mut self) -> Result<(), String> {
@@ -659,18 +674,14 @@ impl<'a> Evaluation<'a> {
         }
         let mut compiled = Vec::new();
         let mut gets = BTreeSet::new();
-        let sources: Vec<(String, String)> = self
-            .policy
-            .expressions()
-            .into_iter()
-            .map(|(at, source)| (at, source.to_string()))
-            .collect();
-        for (at, source) in &sources {
-            compiled.push(self.compile(at, source)?);
+        let policy = self.policy;
+        for (at, source) in policy.sources() {
+            compiled.push(self.compile(source, at)?);
         }
-        for (i, variable) in self.policy.spec.variables.iter().enumerate() {
-            let at = format!("{}.spec.variables[{i}].expression", self.policy.at);
-            if self.compile(&at, &variable.expression)?.uses.is_get {
+        for variable in &policy.spec.variables {
+            // Parsed in the loop above: `sources` includes the variables.
+            let at = || format!("{}.spec.variables", policy.at);
+            if self.compile(&variable.expression, at)?.uses.is_get {
                 gets.insert(variable.name.clone());
             }
         }
@@ -845,7 +856,7 @@ impl direct::Names for Evaluation<'_> {
         if self.direct_depth > self.policy.spec.variables.len() {
             return None;
         }
-        let (_, compiled) = self.variable_expression(name).ok()?;
+        let compiled = self.variable_expression(name).ok()?;
         self.direct_depth += 1;
         let in_mutation = std::mem::replace(&mut self.in_mutation, false);
         let object = self.object.clone();

@@ -149,6 +149,15 @@ fn can_autogen(constraints: Option<&spec::MatchResources>) -> bool {
         && rule.resources == ["pods"]
 }
 
+/// `{document}.spec`, for messages.
+struct SpecPath<'a>(&'a str);
+
+impl std::fmt::Display for SpecPath<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.spec", self.0)
+    }
+}
+
 /// Whether `api_version` is one the kind is published under.
 pub fn check_api_version(kind: CelKind, api_version: &str, at: &str) -> Result<(), String> {
     let group_ok = match kind {
@@ -193,7 +202,8 @@ impl CelPolicy {
         checks: Checks,
     ) -> Result<CelPolicy, String> {
         check_api_version(kind, api_version, at)?;
-        let spec_at = format!("{at}.spec");
+        // Written into a message only when there is one.
+        let spec_at = SpecPath(at);
         if kind.is_kyverno() && spec.param_kind.is_some() {
             return Err(format!(
                 "{spec_at}.paramKind: a Kyverno {} has no parameters (that is a MutatingAdmissionPolicy field)",
@@ -318,7 +328,7 @@ impl CelPolicy {
             autogen.clear();
         }
         for (i, mutation) in spec.mutations.iter().enumerate() {
-            let at = format!("{spec_at}.mutations[{i}]");
+            let at = format_args!("{spec_at}.mutations[{i}]");
             match (
                 mutation.patch_type.as_str(),
                 &mutation.apply_configuration,
@@ -362,7 +372,7 @@ impl CelPolicy {
 
     fn derived(&self) -> &Derived {
         self.derived.get_or_init(|| {
-            let sources: Vec<&str> = self.expressions().into_iter().map(|(_, s)| s).collect();
+            let sources: Vec<&str> = self.sources().map(|(_, s)| s).collect();
             let mut struct_names = BTreeSet::new();
             for mutation in &self.spec.mutations {
                 for expression in [&mutation.apply_configuration, &mutation.json_patch]
@@ -435,6 +445,33 @@ impl CelPolicy {
             ));
         }
         all
+    }
+
+    /// Every expression in evaluation order, each with a maker of its path
+    /// in the settings: at request time the path is made only for a message.
+    pub fn sources(&self) -> impl Iterator<Item = (impl FnOnce() -> String + '_, &str)> {
+        let conditions = self.spec.match_conditions.iter().map(|c| &c.expression);
+        let variables = self.spec.variables.iter().map(|v| &v.expression);
+        let mutations = self.spec.mutations.iter().filter_map(|m| {
+            m.apply_configuration
+                .as_ref()
+                .or(m.json_patch.as_ref())
+                .map(|e| &e.expression)
+        });
+        conditions
+            .chain(variables)
+            .chain(mutations)
+            .enumerate()
+            .map(move |(i, source)| {
+                let at = move || {
+                    self.expressions()
+                        .into_iter()
+                        .nth(i)
+                        .map(|(at, _)| at)
+                        .unwrap_or_default()
+                };
+                (at, source.as_str())
+            })
     }
 
     /// Parses every expression; refuses what cannot run here.
