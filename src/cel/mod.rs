@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::settings::{AUTOGEN_DEFAULT, Checks, FailurePolicy};
 
 pub mod apply;
+mod comprehensions;
 #[cfg(test)]
 mod conformance;
 mod direct;
