@@ -81,7 +81,7 @@ fn max_id(expr: &IdedExpr) -> u64 {
 }
 
 /// Calls `f` on each direct subexpression.
-fn children(expr: &IdedExpr, f: &mut dyn FnMut(&IdedExpr)) {
+pub(crate) fn children(expr: &IdedExpr, f: &mut dyn FnMut(&IdedExpr)) {
     match &expr.expr {
         Expr::Call(call) => {
             call.target.iter().for_each(|t| f(t));

@@ -54,6 +54,8 @@ pub struct Libraries {
     /// What two-variable comprehensions call (see
     /// [`comprehensions`](super::comprehensions)).
     pub comprehensions: bool,
+    /// Kubernetes' `authorizer` (see [`libraries::authorizer`]).
+    pub authorizer: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -102,6 +104,7 @@ impl Libraries {
                 libraries.ip |= matches!(word, "ip" | "isIP" | "cidr" | "isCIDR");
                 libraries.imagedata |= matches!(word, "GetMetadata" | "getMetadata");
                 libraries.comprehensions |= super::comprehensions::named(word);
+                libraries.authorizer |= word == "authorizer";
             }
             // `image` is also a container's field: only a call counts.
             libraries.image |= libraries::calls_global(source, "image");
@@ -257,6 +260,9 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     }
     if libraries.ip {
         libraries::ip::register(&mut env);
+    }
+    if libraries.authorizer {
+        libraries::authorizer::register(&mut env);
     }
     if libraries.comprehensions {
         super::comprehensions::register(&mut env);
