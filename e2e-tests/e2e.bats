@@ -317,3 +317,11 @@ run_case() {
 @test "kyverno_resolve_image_unknown_to_registry: the registry does not hold the image: the rule fails, and the ClusterPolicy's failurePolicy: Fail rejects the Pod, naming the rule, the image and the registry's answer" {
   run_case kyverno_resolve_image_unknown_to_registry
 }
+
+@test "cel_authorizer_can_i_allowed: authorizer through kubernetes/can_i: the scheduler may create pods/binding; the check is asked once though read twice" {
+  run_case cel_authorizer_can_i_allowed
+}
+
+@test "cel_authorizer_can_i_error: authorizer through kubernetes/can_i with the API server unreachable (recorded by kwctl): the decision errored, allowed() is false" {
+  run_case cel_authorizer_can_i_error
+}

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-    GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    ResourceAttributes, SubjectAccessReview,
 };
 
 use jmespath::Rcvar;
@@ -39,6 +40,19 @@ pub enum Read {
     /// What a registry says of an image (Kubewarden's `oci/v1/*`, answered
     /// with policy-server's own registry configuration and credentials).
     Image { reference: String, what: ImageRead },
+    /// A SubjectAccessReview (Kubewarden's `kubernetes/can_i`): may `user`,
+    /// in `groups`, do `verb` on the resource (any API version)? Empty
+    /// strings are unset.
+    CanI {
+        user: String,
+        groups: Vec<String>,
+        group: String,
+        resource: String,
+        subresource: String,
+        namespace: String,
+        name: String,
+        verb: String,
+    },
 }
 
 /// Which of the OCI capabilities an image read uses.
@@ -73,6 +87,37 @@ impl Cluster for HostCluster {
                     .map_err(|e| format!("cannot encode the host request: {e}"))?;
                 return wapc_guest::host_call("kubewarden", "oci", operation, &payload)
                     .map_err(|e| host_error_cause(&e.to_string()));
+            }
+            Read::CanI {
+                user,
+                groups,
+                group,
+                resource,
+                subresource,
+                namespace,
+                name,
+                verb,
+            } => {
+                let set = |s: &String| (!s.is_empty()).then(|| s.clone());
+                (
+                    "can_i",
+                    serde_json::to_vec(&CanIRequest {
+                        subject_access_review: SubjectAccessReview {
+                            groups: (!groups.is_empty()).then(|| groups.clone()),
+                            resource_attributes: ResourceAttributes {
+                                group: Some(group.clone()),
+                                name: set(name),
+                                namespace: set(namespace),
+                                resource: resource.clone(),
+                                subresource: set(subresource),
+                                verb: verb.clone(),
+                                version: Some("*".to_string()),
+                            },
+                            user: user.clone(),
+                        },
+                        disable_cache: false,
+                    }),
+                )
             }
             Read::Get {
                 api_version,

@@ -81,7 +81,7 @@ fn check_name_part(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn check_dns_subdomain(prefix: &str) -> Result<(), String> {
+pub fn check_dns_subdomain(prefix: &str) -> Result<(), String> {
     if prefix.is_empty() {
         return Err("must not be empty".into());
     }

@@ -60,6 +60,9 @@ pub struct InMemoryCluster {
     images: BTreeMap<String, Value>,
     answers: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
     pub calls: Mutex<usize>,
+    /// `kubernetes/can_i` rules: (user, verb, resource) allowed; any other
+    /// check is denied.
+    allowed: Vec<(String, String, String)>,
 }
 
 impl InMemoryCluster {
@@ -82,6 +85,36 @@ impl InMemoryCluster {
             .to_string();
         self.objects
             .insert((api_version, kind, namespace, name), object);
+    }
+
+    /// Lets `user` do `verb` on `resource` (`*`: any) through `can_i`.
+    pub fn allow(mut self, user: &str, verb: &str, resource: &str) -> Self {
+        self.allowed
+            .push((user.to_string(), verb.to_string(), resource.to_string()));
+        self
+    }
+
+    /// `kubernetes/can_i`: a SubjectAccessReviewStatus from the rules.
+    fn answer_can_i(&self, call: &HostCall) -> Result<Vec<u8>, String> {
+        let review = &call.payload["subject_access_review"];
+        let attributes = &review["resource_attributes"];
+        let field = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let asked = (
+            field(&review["user"]),
+            field(&attributes["verb"]),
+            field(&attributes["resource"]),
+        );
+        let allowed = self.allowed.iter().any(|(user, verb, resource)| {
+            *user == asked.0
+                && (*verb == asked.1 || verb == "*")
+                && (*resource == asked.2 || resource == "*")
+        });
+        let status = if allowed {
+            serde_json::json!({"allowed": true, "reason": "allowed by the test's rules"})
+        } else {
+            serde_json::json!({"allowed": false})
+        };
+        serde_json::to_vec(&status).map_err(|e| e.to_string())
     }
 
     /// An image the registry knows: `{digest, manifest, config}`.
@@ -128,6 +161,9 @@ impl Capabilities for InMemoryCluster {
         let call = HostCall::new(binding, namespace, operation, payload);
         if (call.binding.as_str(), call.namespace.as_str()) == ("kubewarden", "oci") {
             return self.answer_oci(&call);
+        }
+        if call.operation == "can_i" {
+            return self.answer_can_i(&call);
         }
         if (
             call.binding.as_str(),

@@ -141,10 +141,15 @@ fn tag_for(call: &HostCall) -> Option<&'static str> {
 }
 
 /// The request's fields as kwctl records them: the OCI calls send the bare
-/// image reference, which kwctl writes as `image: <reference>`.
+/// image reference, which kwctl writes as `image: <reference>`; `can_i`
+/// sends `subject_access_review`, which kwctl writes as `request`.
 fn recorded_form(call: &HostCall) -> Value {
     match &call.payload {
         Value::String(image) if call.namespace == "oci" => serde_json::json!({ "image": image }),
+        payload if call.operation == "can_i" => serde_json::json!({
+            "request": payload["subject_access_review"],
+            "disable_cache": payload["disable_cache"],
+        }),
         other => other.clone(),
     }
 }

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use super::direct::{self, Direct};
 use super::environment::{self, ImageDataLibrary, READ_PENDING, ResourceCall, ResourceLibrary};
 use super::exception::CelException;
+use super::libraries::authorizer;
 use super::matching::{self, RequestInfo};
 use super::program::{self, Compiled};
 use super::values::{from_json, to_json};
@@ -380,6 +381,8 @@ struct Evaluation<'a> {
     answers: BTreeMap<ResourceCall, Result<Value, String>>,
     /// `image.GetMetadata` answers, by reference.
     images: BTreeMap<String, Result<Value, String>>,
+    /// `authorizer` decisions, by check.
+    checks: BTreeMap<authorizer::Check, authorizer::Decision>,
     namespace: Option<Result<Value, String>>,
     namespace_bound: bool,
     /// Kyverno's `exceptions` (`allowedImages`, `allowedValues`), once the
@@ -415,6 +418,7 @@ impl<'a> Evaluation<'a> {
             in_mutation: false,
             answers: BTreeMap::new(),
             images: BTreeMap::new(),
+            checks: BTreeMap::new(),
             namespace: None,
             namespace_bound: false,
             exceptions: None,
@@ -716,7 +720,7 @@ impl<'a> Evaluation<'a> {
         if let Some(answer) = self.answers.get(&call) {
             return answer.clone();
         }
-        if self.answers.len() >= MAX_READS {
+        if self.answers.len() + self.images.len() + self.checks.len() >= MAX_READS {
             return Err(format!(
                 "more than {MAX_READS} resource reads in one evaluation"
             ));
@@ -773,7 +777,20 @@ impl<'a> Evaluation<'a> {
                 ),
                 wanted: Arc::new(Mutex::new(Vec::new())),
             });
+            let checks = self.policy.libraries().authorizer.then(|| {
+                Arc::new(authorizer::Answers {
+                    decisions: self.checks.clone(),
+                    wanted: Mutex::default(),
+                })
+            });
+            let request = self.request;
             let context = self.context()?;
+            if let Some(checks) = &checks {
+                let (value, request_resource) =
+                    authorizer::values(request.admission, request.info, checks.clone());
+                bind(context, "authorizer", value)?;
+                bind(context, "authorizer.requestResource", request_resource)?;
+            }
             context.add_variable_as_val("resource", Box::new(library.clone()));
             if let Some(images) = &images {
                 context.add_variable_as_val("image", Box::new(images.clone()));
@@ -805,12 +822,26 @@ impl<'a> Evaluation<'a> {
                         .map(|mut w| std::mem::take(&mut *w))
                 })
                 .unwrap_or_default();
+            let wanted_checks = checks
+                .and_then(|c| c.wanted.lock().ok().map(|mut w| std::mem::take(&mut *w)))
+                .unwrap_or_default();
             let pending = error.to_string().contains(READ_PENDING);
-            if (wanted.is_empty() && wanted_images.is_empty()) || !pending {
+            if (wanted.is_empty() && wanted_images.is_empty() && wanted_checks.is_empty())
+                || !pending
+            {
                 return Err(describe(&error));
             }
+            for check in wanted_checks {
+                if self.answers.len() + self.images.len() + self.checks.len() >= MAX_READS {
+                    return Err(format!(
+                        "more than {MAX_READS} host reads in one evaluation"
+                    ));
+                }
+                let decision = authorizer::read(&check, self.request.cluster);
+                self.checks.insert(check, decision);
+            }
             for image in wanted_images {
-                if self.answers.len() + self.images.len() >= MAX_READS {
+                if self.answers.len() + self.images.len() + self.checks.len() >= MAX_READS {
                     return Err(format!(
                         "more than {MAX_READS} resource and image reads in one evaluation"
                     ));

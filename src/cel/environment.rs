@@ -51,6 +51,11 @@ pub struct Libraries {
     /// Kyverno's `imagedata` library (`image.GetMetadata`, see
     /// [`ImageDataLibrary`]).
     pub imagedata: bool,
+    /// What two-variable comprehensions call (see
+    /// [`comprehensions`](super::comprehensions)).
+    pub comprehensions: bool,
+    /// Kubernetes' `authorizer` (see [`libraries::authorizer`]).
+    pub authorizer: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -98,6 +103,8 @@ impl Libraries {
                     matches!(word, "isSorted" | "sum" | "min" | "max" | "includes");
                 libraries.ip |= matches!(word, "ip" | "isIP" | "cidr" | "isCIDR");
                 libraries.imagedata |= matches!(word, "GetMetadata" | "getMetadata");
+                libraries.comprehensions |= super::comprehensions::named(word);
+                libraries.authorizer |= word == "authorizer";
             }
             // `image` is also a container's field: only a call counts.
             libraries.image |= libraries::calls_global(source, "image");
@@ -253,6 +260,12 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     }
     if libraries.ip {
         libraries::ip::register(&mut env);
+    }
+    if libraries.authorizer {
+        libraries::authorizer::register(&mut env);
+    }
+    if libraries.comprehensions {
+        super::comprehensions::register(&mut env);
     }
     for name in struct_names {
         // A name that is not an identifier path is refused by the crate,

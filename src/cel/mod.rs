@@ -12,8 +12,11 @@ use serde_json::Value;
 use crate::settings::{AUTOGEN_DEFAULT, Checks, FailurePolicy};
 
 pub mod apply;
+mod comprehensions;
 #[cfg(test)]
 mod conformance;
+#[cfg(test)]
+mod conformance_authorizer;
 mod direct;
 pub mod engine;
 pub mod environment;
@@ -109,10 +112,6 @@ const UNAVAILABLE: &[(&str, &str)] = &[
     (
         "globalContext",
         "Kyverno's global context is a cache Kyverno keeps; Kubewarden has no counterpart",
-    ),
-    (
-        "authorizer",
-        "`authorizer` (through Kubewarden's can-i host capability) is not supported by this version",
     ),
 ];
 
@@ -503,6 +502,9 @@ impl CelPolicy {
                 if compiled.libraries.contains(*library) {
                     return Err(format!("{at}: uses `{library}`: {why}"));
                 }
+            }
+            if let Some(why) = libraries::authorizer::unsupported(&compiled.expression) {
+                return Err(format!("{at}: {why}; this is not supported"));
             }
             if compiled.libraries.contains("image")
                 && let Some(call) = source.match_indices("image.").find_map(|(at, _)| {

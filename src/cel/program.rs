@@ -144,7 +144,7 @@ pub fn compile(source: &str, at: &str) -> Result<Compiled, String> {
             .max_expression_node_count(MAX_NODES);
     }
     let parsed = PARSER.with(|parser| parser.clone().parse(source));
-    let expression = parsed.map_err(|errors| {
+    let mut expression = parsed.map_err(|errors| {
         let first = errors.errors.first();
         match first {
             Some(error) => format!(
@@ -159,6 +159,7 @@ pub fn compile(source: &str, at: &str) -> Result<Compiled, String> {
             "{at}: operations nested more than {MAX_DEPTH} deep; the evaluator recurses once per level"
         ));
     }
+    super::comprehensions::expand(&mut expression).map_err(|e| format!("{at}: {e}"))?;
     let iterations = iterations(&expression, 0);
     if iterations > MAX_ITERATIONS {
         return Err(format!(

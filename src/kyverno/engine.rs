@@ -289,7 +289,7 @@ impl Engine<'_> {
                 list.insert("items".to_string(), items);
                 Rc::new(Variable::Object(list))
             }
-            Read::Get { .. } | Read::Image { .. } => answer,
+            Read::Get { .. } | Read::Image { .. } | Read::CanI { .. } => answer,
         });
         let result = match (answer, path) {
             (Ok(answer), Some(path)) => jmes::search_var(rt, &path?, &answer),

@@ -16,6 +16,7 @@ use ::cel::common::value::{CowVal, Val};
 use ::cel::objects::Opaque;
 use ::cel::{Env, ExecutionError, Value};
 
+pub mod authorizer;
 pub mod data;
 pub mod image;
 pub mod ip;

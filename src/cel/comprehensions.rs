@@ -1,0 +1,452 @@
+//! cel-go's two-variable comprehensions (`ext.TwoVarComprehensions`, which
+//! Kubernetes enables): `all`, `exists`, `existsOne` (and `exists_one`) with
+//! an index or key and a value, and `transformList`, `transformMap`,
+//! `transformMapEntry` with an optional filter; and `cel.bind` (cel-go's
+//! bindings extension, also enabled by Kubernetes), which they are built on.
+//!
+//! The `cel` crate's Pratt parser takes no macros beyond the standard ones
+//! (its `Macro` extension point reaches only the ANTLR parser, which costs
+//! 1.4 MB), and its interpreter ignores a comprehension's second variable.
+//! So the three- and four-argument calls the parser leaves as they are
+//! written are rewritten here, after parsing, into one-variable
+//! comprehensions over `@entries(range)`: the `[index, value]` (list) or
+//! `[key, value]` (map) pairs, each bound to the two names with `cel.bind`'s
+//! expansion around each argument the user wrote. The loop steps keep the
+//! shapes cel-go's macros give them, so the crate's handling of errors in
+//! `all`/`exists` (an error a later `false`/`true` overrides) and its
+//! fast path for building lists apply unchanged.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ::cel::common::ast::operators;
+use ::cel::common::ast::{
+    CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr,
+};
+use ::cel::common::value::CowVal;
+use ::cel::objects::{Key, Map};
+use ::cel::{Env, ExecutionError, Value};
+
+use super::libraries::{self, dyn_type};
+
+const ACCU: &str = "@result";
+const ENTRY: &str = "@entry";
+const ENTRIES: &str = "@entries";
+const MAP_INSERT: &str = "@mapInsert";
+
+/// The functions the rewritten comprehensions call.
+pub fn register(env: &mut Env) {
+    libraries::global(env, ENTRIES, "@entries_dyn", vec![dyn_type()], entries);
+    libraries::global(
+        env,
+        MAP_INSERT,
+        "@mapInsert_map_map",
+        vec![dyn_type(), dyn_type()],
+        map_insert,
+    );
+    libraries::global(
+        env,
+        MAP_INSERT,
+        "@mapInsert_map_key_value",
+        vec![dyn_type(), dyn_type(), dyn_type()],
+        map_insert,
+    );
+}
+
+/// Whether an expression's words may hold a two-variable comprehension.
+pub fn named(word: &str) -> bool {
+    matches!(
+        word,
+        "all"
+            | "exists"
+            | "existsOne"
+            | "exists_one"
+            | "transformList"
+            | "transformMap"
+            | "transformMapEntry"
+    )
+}
+
+/// Rewrites every two-variable comprehension in `expr`; `Err` names a call
+/// whose variables are not two distinct simple names.
+pub fn expand(expr: &mut IdedExpr) -> Result<(), String> {
+    let mut next_id = max_id(expr) + 1;
+    expand_in(expr, &mut next_id)
+}
+
+fn max_id(expr: &IdedExpr) -> u64 {
+    let mut max = expr.id;
+    children(expr, &mut |child| max = max.max(max_id(child)));
+    max
+}
+
+/// Calls `f` on each direct subexpression.
+pub(crate) fn children(expr: &IdedExpr, f: &mut dyn FnMut(&IdedExpr)) {
+    match &expr.expr {
+        Expr::Call(call) => {
+            call.target.iter().for_each(|t| f(t));
+            call.args.iter().for_each(f);
+        }
+        Expr::Select(select) => f(&select.operand),
+        Expr::Comprehension(c) => {
+            for part in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
+                f(part);
+            }
+        }
+        Expr::List(list) => list.elements.iter().for_each(f),
+        Expr::Map(MapExpr { entries })
+        | Expr::Struct(::cel::common::ast::StructExpr { entries, .. }) => {
+            for entry in entries {
+                match &entry.expr {
+                    EntryExpr::StructField(field) => f(&field.value),
+                    EntryExpr::MapEntry(entry) => {
+                        f(&entry.key);
+                        f(&entry.value);
+                    }
+                }
+            }
+        }
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+fn expand_in(expr: &mut IdedExpr, next_id: &mut u64) -> Result<(), String> {
+    match &mut expr.expr {
+        Expr::Call(call) => {
+            if let Some(target) = &mut call.target {
+                expand_in(target, next_id)?;
+            }
+            for arg in &mut call.args {
+                expand_in(arg, next_id)?;
+            }
+        }
+        Expr::Select(select) => expand_in(&mut select.operand, next_id)?,
+        Expr::Comprehension(c) => {
+            for part in [
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ] {
+                expand_in(part, next_id)?;
+            }
+        }
+        Expr::List(list) => {
+            for element in &mut list.elements {
+                expand_in(element, next_id)?;
+            }
+        }
+        Expr::Map(MapExpr { entries })
+        | Expr::Struct(::cel::common::ast::StructExpr { entries, .. }) => {
+            for entry in entries {
+                match &mut entry.expr {
+                    EntryExpr::StructField(field) => expand_in(&mut field.value, next_id)?,
+                    EntryExpr::MapEntry(entry) => {
+                        expand_in(&mut entry.key, next_id)?;
+                        expand_in(&mut entry.value, next_id)?;
+                    }
+                }
+            }
+        }
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+    if let Expr::Call(call) = &mut expr.expr
+        && let Some(expanded) = rewrite(call, next_id)?
+    {
+        expr.expr = expanded;
+    }
+    Ok(())
+}
+
+/// Makes nodes with fresh ids.
+struct Builder<'n> {
+    next_id: &'n mut u64,
+}
+
+impl Builder<'_> {
+    fn node(&mut self, expr: Expr) -> IdedExpr {
+        let id = *self.next_id;
+        *self.next_id += 1;
+        IdedExpr { id, expr }
+    }
+    fn ident(&mut self, name: &str) -> IdedExpr {
+        self.node(Expr::Ident(name.to_string()))
+    }
+    fn call(&mut self, function: &str, args: Vec<IdedExpr>) -> IdedExpr {
+        self.node(Expr::Call(CallExpr {
+            func_name: function.to_string(),
+            target: None,
+            args,
+        }))
+    }
+    fn bool(&mut self, value: bool) -> IdedExpr {
+        self.node(Expr::Literal(LiteralValue::Boolean(value.into())))
+    }
+    fn int(&mut self, value: i64) -> IdedExpr {
+        self.node(Expr::Literal(LiteralValue::Int(value.into())))
+    }
+    fn list(&mut self, elements: Vec<IdedExpr>) -> IdedExpr {
+        self.node(Expr::List(ListExpr::new(elements)))
+    }
+    fn accu(&mut self) -> IdedExpr {
+        self.ident(ACCU)
+    }
+
+    /// `cel.bind(name, value, body)` as the crate expands it.
+    fn bind(&mut self, name: &str, value: IdedExpr, body: IdedExpr) -> IdedExpr {
+        let range = self.list(Vec::new());
+        let cond = self.bool(false);
+        let step = self.ident(name);
+        self.node(Expr::Comprehension(Box::new(ComprehensionExpr {
+            iter_range: range,
+            iter_var: "#unused".to_string(),
+            iter_var2: None,
+            accu_var: name.to_string(),
+            accu_init: value,
+            loop_cond: cond,
+            loop_step: step,
+            result: body,
+        })))
+    }
+
+    /// `body` with the two names bound to the current entry's parts.
+    fn bind_both(&mut self, names: &(String, String), body: IdedExpr) -> IdedExpr {
+        let part = |b: &mut Self, index| {
+            let entry = b.ident(ENTRY);
+            let index = b.int(index);
+            b.call(operators::INDEX, vec![entry, index])
+        };
+        let second = part(self, 1);
+        let inner = self.bind(&names.1, second, body);
+        let first = part(self, 0);
+        self.bind(&names.0, first, inner)
+    }
+}
+
+/// The comprehension a two-variable call stands for, or `None` for any
+/// other call.
+fn rewrite(call: &mut CallExpr, next_id: &mut u64) -> Result<Option<Expr>, String> {
+    let function = call.func_name.as_str();
+    if function == "bind" {
+        return cel_bind(call, next_id);
+    }
+    let arity_ok = match function {
+        "all" | "exists" | "existsOne" | "exists_one" => call.args.len() == 3,
+        "transformList" | "transformMap" | "transformMapEntry" => {
+            matches!(call.args.len(), 3 | 4)
+        }
+        _ => false,
+    };
+    if !arity_ok || call.target.is_none() {
+        return Ok(None);
+    }
+    let names = iteration_names(function, &call.args)?;
+    let Some(target) = call.target.take() else {
+        return Ok(None);
+    };
+    let function = function.to_string();
+    let mut args = std::mem::take(&mut call.args).into_iter().skip(2);
+    let mut b = Builder { next_id };
+    let (Some(first), second) = (args.next(), args.next()) else {
+        return Ok(None);
+    };
+    let (filter, last) = match second {
+        Some(transform) => (Some(first), transform),
+        None => (None, first),
+    };
+    let last = b.bind_both(&names, last);
+    let filter = filter.map(|f| b.bind_both(&names, f));
+    let guarded = |b: &mut Builder, step: IdedExpr, filter: Option<IdedExpr>| match filter {
+        Some(filter) => {
+            let accu = b.accu();
+            b.call(operators::CONDITIONAL, vec![filter, step, accu])
+        }
+        None => step,
+    };
+    let (init, cond, step, result) = match function.as_str() {
+        "all" | "exists" => {
+            let all = function == "all";
+            let accu = b.accu();
+            let accu = if all {
+                accu
+            } else {
+                b.call(operators::LOGICAL_NOT, vec![accu])
+            };
+            let cond = b.call(operators::NOT_STRICTLY_FALSE, vec![accu]);
+            let accu = b.accu();
+            let op = if all {
+                operators::LOGICAL_AND
+            } else {
+                operators::LOGICAL_OR
+            };
+            let step = b.call(op, vec![accu, last]);
+            (b.bool(all), cond, step, b.accu())
+        }
+        "existsOne" | "exists_one" => {
+            let accu = b.accu();
+            let one = b.int(1);
+            let plus = b.call(operators::ADD, vec![accu, one]);
+            let accu = b.accu();
+            let step = b.call(operators::CONDITIONAL, vec![last, plus, accu]);
+            let accu = b.accu();
+            let one = b.int(1);
+            let result = b.call(operators::EQUALS, vec![accu, one]);
+            (b.int(0), b.bool(true), step, result)
+        }
+        "transformList" => {
+            let accu = b.accu();
+            let item = b.list(vec![last]);
+            let step = b.call(operators::ADD, vec![accu, item]);
+            let step = guarded(&mut b, step, filter);
+            (b.list(Vec::new()), b.bool(true), step, b.accu())
+        }
+        _ => {
+            let accu = b.accu();
+            let insert = if function == "transformMap" {
+                // The key stays the entry's own.
+                let entry = b.ident(ENTRY);
+                let zero = b.int(0);
+                let key = b.call(operators::INDEX, vec![entry, zero]);
+                b.call(MAP_INSERT, vec![accu, key, last])
+            } else {
+                b.call(MAP_INSERT, vec![accu, last])
+            };
+            let step = guarded(&mut b, insert, filter);
+            let init = b.node(Expr::Map(MapExpr {
+                entries: Vec::new(),
+            }));
+            (init, b.bool(true), step, b.accu())
+        }
+    };
+    let range = b.call(ENTRIES, vec![*target]);
+    Ok(Some(Expr::Comprehension(Box::new(ComprehensionExpr {
+        iter_range: range,
+        iter_var: ENTRY.to_string(),
+        iter_var2: None,
+        accu_var: ACCU.to_string(),
+        accu_init: init,
+        loop_cond: cond,
+        loop_step: step,
+        result,
+    }))))
+}
+
+/// Kubernetes' `cel.bind(name, value, body)` (cel-go's bindings extension).
+fn cel_bind(call: &mut CallExpr, next_id: &mut u64) -> Result<Option<Expr>, String> {
+    let on_cel =
+        matches!(call.target.as_deref().map(|t| &t.expr), Some(Expr::Ident(n)) if n == "cel");
+    let name = match call.args.first().map(|a| &a.expr) {
+        Some(Expr::Ident(name)) if on_cel && call.args.len() == 3 => name.clone(),
+        _ if on_cel => return Err("cel.bind: the first argument must be a simple name".into()),
+        _ => return Ok(None),
+    };
+    let mut args = std::mem::take(&mut call.args).into_iter().skip(1);
+    let (Some(value), Some(body)) = (args.next(), args.next()) else {
+        return Ok(None);
+    };
+    Ok(Some(Builder { next_id }.bind(&name, value, body).expr))
+}
+
+/// The two variable names, checked as cel-go checks them.
+fn iteration_names(function: &str, args: &[IdedExpr]) -> Result<(String, String), String> {
+    let name = |arg: Option<&IdedExpr>| match arg.map(|a| &a.expr) {
+        Some(Expr::Ident(name)) if name != "__result__" => Ok(name.clone()),
+        Some(Expr::Ident(_)) => Err(format!(
+            "{function}: iteration variable overwrites accumulator variable"
+        )),
+        _ => Err(format!("{function}: argument must be a simple name")),
+    };
+    let (first, second) = (name(args.first())?, name(args.get(1))?);
+    if first == second {
+        return Err(format!("{function}: duplicate variable name: {first}"));
+    }
+    Ok((first, second))
+}
+
+/// `@entries(x)`: a list's `[index, value]` pairs, a map's `[key, value]`.
+fn entries<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let range = args
+        .first()
+        .ok_or_else(|| ExecutionError::invalid_argument_count(1, 0))?;
+    let pairs: Vec<Value> = match Value::try_from(range.as_ref())? {
+        Value::List(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| pair(Value::Int(i as i64), v.clone()))
+            .collect(),
+        Value::Map(map) => map
+            .map
+            .iter()
+            .map(|(k, v)| pair(Value::from(k), v.clone()))
+            .collect(),
+        other => {
+            return Err(ExecutionError::function_error(
+                "comprehension",
+                format!("{} cannot be range of a comprehension", other.type_of()),
+            ));
+        }
+    };
+    Box::<dyn ::cel::common::value::Val>::try_from(Value::List(Arc::new(pairs))).map(CowVal::Owned)
+}
+
+fn pair(first: Value, second: Value) -> Value {
+    Value::List(Arc::new(vec![first, second]))
+}
+
+/// `@mapInsert(map, key, value)` and `@mapInsert(map, entries)`: the map with
+/// the entries added; a key already there (numbers compared across int and
+/// uint, as CEL compares keys) is an error.
+fn map_insert<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let fail = |message: String| ExecutionError::function_error("transformMap", message);
+    let mut values = args
+        .iter()
+        .map(|arg| Value::try_from(arg.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter();
+    let Some(Value::Map(target)) = values.next() else {
+        return Err(fail("the accumulator is not a map".to_string()));
+    };
+    let added: Vec<(Value, Value)> = match (values.next(), values.next()) {
+        (Some(Value::Map(update)), None) => update
+            .map
+            .iter()
+            .map(|(k, v)| (Value::from(k), v.clone()))
+            .collect(),
+        (Some(key), Some(value)) => vec![(key, value)],
+        (Some(other), None) => {
+            return Err(fail(format!(
+                "the entry must be a map, not {}",
+                other.type_of()
+            )));
+        }
+        _ => return Err(ExecutionError::invalid_argument_count(3, args.len())),
+    };
+    let mut map: HashMap<Key, Value> = Arc::unwrap_or_clone(target.map);
+    for (key, value) in added {
+        let key: Key = key
+            .try_into()
+            .map_err(|k: Value| fail(format!("{} is not a valid map key", k.type_of())))?;
+        let twin = match &key {
+            Key::Int(i) => u64::try_from(*i).ok().map(Key::Uint),
+            Key::Uint(u) => i64::try_from(*u).ok().map(Key::Int),
+            _ => None,
+        };
+        if map.contains_key(&key) || twin.is_some_and(|t| map.contains_key(&t)) {
+            return Err(fail(format!("insert failed: key {key} already exists")));
+        }
+        map.insert(key, value);
+    }
+    Box::<dyn ::cel::common::value::Val>::try_from(Value::Map(Map { map: Arc::new(map) }))
+        .map(CowVal::Owned)
+}
+
+#[cfg(test)]
+#[path = "comprehensions_tests.rs"]
+mod tests;
