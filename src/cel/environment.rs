@@ -51,6 +51,8 @@ pub struct Libraries {
     /// Kyverno's `imagedata` library (`image.GetMetadata`, see
     /// [`ImageDataLibrary`]).
     pub imagedata: bool,
+    /// Kyverno's `hash` library (see [`libraries::hash`]).
+    pub hash: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -98,9 +100,13 @@ impl Libraries {
                     matches!(word, "isSorted" | "sum" | "min" | "max" | "includes");
                 libraries.ip |= matches!(word, "ip" | "isIP" | "cidr" | "isCIDR");
                 libraries.imagedata |= matches!(word, "GetMetadata" | "getMetadata");
+                libraries.hash |= word == "hash";
             }
             // `image` is also a container's field: only a call counts.
             libraries.image |= libraries::calls_global(source, "image");
+            libraries.hash |= ["sha1", "sha256", "md5"]
+                .iter()
+                .any(|name| libraries::calls_global(source, name));
         }
         libraries
     }
@@ -128,6 +134,7 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     }
     if libraries.math {
         let _ = env.add_extension(::cel::extensions::math);
+        libraries::math::register(&mut env);
     }
     let string = libraries::string_type;
     if libraries.jsonpatch {
@@ -253,6 +260,9 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     }
     if libraries.ip {
         libraries::ip::register(&mut env);
+    }
+    if libraries.hash {
+        libraries::hash::register(&mut env);
     }
     for name in struct_names {
         // A name that is not an identifier path is refused by the crate,

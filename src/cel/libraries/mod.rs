@@ -17,9 +17,11 @@ use ::cel::objects::Opaque;
 use ::cel::{Env, ExecutionError, Value};
 
 pub mod data;
+pub mod hash;
 pub mod image;
 pub mod ip;
 pub mod lists;
+pub mod math;
 pub mod quantity;
 pub mod regex;
 pub mod semver;
@@ -232,6 +234,22 @@ pub(crate) mod testing {
     }
     pub fn i(value: i64) -> Option<Value> {
         Some(Value::Int(value))
+    }
+
+    /// The annotations a whole MutatingPolicy writes on the scheduler's
+    /// Binding (`test_data/binding.json`, node `node-1`) when its one
+    /// mutation sets the annotation `result` to `expression`, run through
+    /// `crate::evaluate` as policy-server would.
+    pub fn annotated(expression: &str) -> serde_json::Value {
+        let policy = serde_json::json!({"apiVersion": "policies.kyverno.io/v1",
+            "kind": "MutatingPolicy", "metadata": {"name": "library"},
+            "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""],
+                "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/binding"]}]},
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                format!("Object{{metadata: Object.metadata{{annotations: {{'result': {expression}}}}}}}")}}]}});
+        let response = crate::kyverno::conformance::run("binding.json", policy);
+        assert!(response.accepted, "{expression}: {:?}", response.message);
+        crate::kyverno::conformance::annotations(&response)
     }
 }
 
