@@ -53,6 +53,10 @@ pub struct Libraries {
     pub imagedata: bool,
     /// Kyverno's `hash` library (see [`libraries::hash`]).
     pub hash: bool,
+    /// Kubernetes' URL and format libraries (see [`libraries::url`],
+    /// [`libraries::format`]).
+    pub url: bool,
+    pub format: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -101,12 +105,18 @@ impl Libraries {
                 libraries.ip |= matches!(word, "ip" | "isIP" | "cidr" | "isCIDR");
                 libraries.imagedata |= matches!(word, "GetMetadata" | "getMetadata");
                 libraries.hash |= word == "hash";
+                libraries.url |= word == "isURL";
             }
             // `image` is also a container's field: only a call counts.
             libraries.image |= libraries::calls_global(source, "image");
             libraries.hash |= ["sha1", "sha256", "md5"]
                 .iter()
                 .any(|name| libraries::calls_global(source, name));
+            // `url` is a common field name, and `format` a strings function.
+            libraries.url |= libraries::calls_global(source, "url");
+            libraries.format |= source
+                .match_indices("format.")
+                .any(|(at, _)| libraries::starts_name(source, at));
         }
         libraries
     }
@@ -263,6 +273,12 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     }
     if libraries.hash {
         libraries::hash::register(&mut env);
+    }
+    if libraries.url {
+        libraries::url::register(&mut env);
+    }
+    if libraries.format {
+        libraries::format::register(&mut env);
     }
     for name in struct_names {
         // A name that is not an identifier path is refused by the crate,

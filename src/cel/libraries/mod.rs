@@ -17,6 +17,7 @@ use ::cel::objects::Opaque;
 use ::cel::{Env, ExecutionError, Value};
 
 pub mod data;
+pub mod format;
 pub mod hash;
 pub mod image;
 pub mod ip;
@@ -25,6 +26,7 @@ pub mod math;
 pub mod quantity;
 pub mod regex;
 pub mod semver;
+pub mod url;
 
 /// The crate's string, int, bool and dyn types, for declarations.
 pub(crate) fn string_type() -> Type {
