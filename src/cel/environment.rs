@@ -57,6 +57,10 @@ pub struct Libraries {
     /// [`libraries::format`]).
     pub url: bool,
     pub format: bool,
+    /// Kyverno's `gzip` library (see [`libraries::gzip`]) and cel-go's
+    /// `base64` encoders the `cel` crate has.
+    pub gzip: bool,
+    pub base64: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -106,6 +110,8 @@ impl Libraries {
                 libraries.imagedata |= matches!(word, "GetMetadata" | "getMetadata");
                 libraries.hash |= word == "hash";
                 libraries.url |= word == "isURL";
+                libraries.gzip |= word == "gzip";
+                libraries.base64 |= word == "base64";
             }
             // `image` is also a container's field: only a call counts.
             libraries.image |= libraries::calls_global(source, "image");
@@ -279,6 +285,12 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     }
     if libraries.format {
         libraries::format::register(&mut env);
+    }
+    if libraries.gzip {
+        libraries::gzip::register(&mut env);
+    }
+    if libraries.base64 {
+        let _ = env.add_extension(::cel::extensions::encoders);
     }
     for name in struct_names {
         // A name that is not an identifier path is refused by the crate,

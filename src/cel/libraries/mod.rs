@@ -18,6 +18,7 @@ use ::cel::{Env, ExecutionError, Value};
 
 pub mod data;
 pub mod format;
+pub mod gzip;
 pub mod hash;
 pub mod image;
 pub mod ip;
