@@ -56,7 +56,8 @@ mod tests {
     use super::super::testing::{annotated, b, s, table};
     use serde_json::json;
 
-    /// Kyverno's `hash` tests (kyverno/sdk `extensions/cel/libs/hash`), and
+    /// Kyverno's `hash` tests (kyverno/sdk `extensions/cel/libs/hash` with
+    /// the `hash.` names, kyverno/kyverno `pkg/cel/libs/hash` without), and
     /// the digests of the empty string.
     #[test]
     fn digests_are_those_kyverno_gives() {
@@ -71,6 +72,18 @@ mod tests {
             ),
             (
                 "hash.md5('ghcr.io/kyverno/kyverno:latest')",
+                s("16dc16f633974d1015cad2ffe81e7365"),
+            ),
+            (
+                "sha1('ghcr.io/kyverno/kyverno:latest')",
+                s("98f68a84cd3ada3a25bc42bf69ed8e0297e13022"),
+            ),
+            (
+                "sha256('ghcr.io/kyverno/kyverno:latest')",
+                s("e98de8e3a54bcb921de9cc72741522823cb30ef9dda17cfd228416ead4ce3760"),
+            ),
+            (
+                "md5('ghcr.io/kyverno/kyverno:latest')",
                 s("16dc16f633974d1015cad2ffe81e7365"),
             ),
             ("md5('')", s("d41d8cd98f00b204e9800998ecf8427e")),
