@@ -179,6 +179,39 @@ mod tests {
         ]);
     }
 
+    /// kyverno/kyverno's chainsaw test `mutating-policies/gzip`: the
+    /// ConfigMap's data (written by the gzip command) and the text the Pod's
+    /// annotation gets.
+    #[test]
+    fn the_chainsaw_configmap_decodes() {
+        const DATA: &str = "H4sIAP7jhGkAA5WOSQ7CMAxF9z5F5QOEIlhUlTgJqiqTuoOaxFXiMtyeRIgFSxZe+P/nJ985pkVCdamwNkdTI5CbJC46+5KlmU7NGQGuAyl1gJu4xb5M5EmwAIiwkV1p4ipP0P4DwMAj7U4rck4eGdS4MxQakMioePc9v6qsHHorYVymZNZb6mCPrrSz6pbawyFnhp/kN8fGim+busmPfmx2mH916812EMhzCazt845/CN915//aEQEAAA==";
+        let text = r#"version = "0.1.0"
+algorithm = "sha384"
+
+[data]
+"policy.rego" = """
+package agent_policy
+default allow = true
+"""
+
+"aa.toml" = """
+[token_configs.kbs]
+url = "https://kbs.example.com:8080"
+"""
+
+"cdh.toml" = """
+[kbc]
+name = "cc_kbc"
+url = "https://kbs.example.com:8080"
+"""
+
+"#;
+        table(&[(
+            &format!("gzip.decompress(base64.decode('{DATA}'))"),
+            s(text),
+        )]);
+    }
+
     #[test]
     fn large_streams_are_bounded() {
         let large = "kyverno ".repeat(100_000);
