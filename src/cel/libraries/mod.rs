@@ -272,5 +272,14 @@ mod tests {
         assert!(!libraries.image && !libraries.json && !libraries.regex_namespace);
         let libraries = Libraries::for_sources(["isImage(c.image) && json.unmarshal(x) != null"]);
         assert!(libraries.image && libraries.json && !libraries.yaml);
+        // A field named `url` or `sha256`, and the strings library's
+        // `format`, are not the URL, hash or format libraries.
+        let libraries =
+            Libraries::for_sources(["'%s'.format([object.spec.url, object.status.sha256])"]);
+        assert!(!libraries.url && !libraries.hash && !libraries.format);
+        let libraries = Libraries::for_sources([
+            "url(x).getHost() + sha256(y) + format.uuid().validate(z).orValue([]).join('')",
+        ]);
+        assert!(libraries.url && libraries.hash && libraries.format && !libraries.gzip);
     }
 }
