@@ -39,21 +39,36 @@ fn is_qualified_name(key: &[u8]) -> bool {
 }
 
 fn is_name_part(name: &[u8]) -> bool {
+    name.len() <= NAME_MAX && matches_name_part(name)
+}
+
+fn is_dns_subdomain(prefix: &[u8]) -> bool {
+    prefix.len() <= PREFIX_MAX && matches_dns_subdomain(prefix)
+}
+
+/// Kubernetes' name-part pattern `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`,
+/// without its length limit.
+pub(crate) fn matches_name_part(name: &[u8]) -> bool {
     let edges_ok = matches!((name.first(), name.last()), (Some(a), Some(z)) if a.is_ascii_alphanumeric() && z.is_ascii_alphanumeric());
     edges_ok
-        && name.len() <= NAME_MAX
         && name
             .iter()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-fn is_dns_subdomain(prefix: &[u8]) -> bool {
-    !prefix.is_empty()
-        && prefix.len() <= PREFIX_MAX
-        && prefix.split(|b| *b == b'.').all(|part| {
-            matches!((part.first(), part.last()), (Some(a), Some(z)) if a.is_ascii_alphanumeric() && z.is_ascii_alphanumeric())
-                && part.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        })
+/// Kubernetes' DNS-1123 label pattern `[a-z0-9]([-a-z0-9]*[a-z0-9])?`,
+/// without its length limit.
+pub(crate) fn matches_dns_label(label: &[u8]) -> bool {
+    matches!((label.first(), label.last()), (Some(a), Some(z)) if a.is_ascii_alphanumeric() && z.is_ascii_alphanumeric())
+        && label
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+}
+
+/// Kubernetes' DNS-1123 subdomain pattern (labels joined by `.`), without
+/// its length limit.
+pub(crate) fn matches_dns_subdomain(name: &[u8]) -> bool {
+    name.split(|b| *b == b'.').all(matches_dns_label)
 }
 
 /// Names and name parts: 1 to 63 characters.

@@ -249,10 +249,10 @@ fn mistakes_are_refused_at_load_with_the_path() {
     assert!(verdict.valid, "{:?}", verdict.message);
     let msg = with(
         json!({"matchConstraints": binding_rules(), "mutations": [{"patchType": "JSONPatch",
-        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: hash.sha256('x')}]"}}]}),
+        "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/a', value: x509.decode('x')}]"}}]}),
     );
     assert!(
-        msg.contains("uses `hash`: Kyverno's hash library is not supported"),
+        msg.contains("uses `x509`: Kyverno's x509 library is not supported"),
         "{msg}"
     );
     let msg = with(

@@ -56,6 +56,16 @@ pub struct Libraries {
     pub comprehensions: bool,
     /// Kubernetes' `authorizer` (see [`libraries::authorizer`]).
     pub authorizer: bool,
+    /// Kyverno's `hash` library (see [`libraries::hash`]).
+    pub hash: bool,
+    /// Kubernetes' URL and format libraries (see [`libraries::url`],
+    /// [`libraries::format`]).
+    pub url: bool,
+    pub format: bool,
+    /// Kyverno's `gzip` library (see [`libraries::gzip`]) and cel-go's
+    /// `base64` encoders the `cel` crate has.
+    pub gzip: bool,
+    pub base64: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -105,9 +115,21 @@ impl Libraries {
                 libraries.imagedata |= matches!(word, "GetMetadata" | "getMetadata");
                 libraries.comprehensions |= super::comprehensions::named(word);
                 libraries.authorizer |= word == "authorizer";
+                libraries.hash |= word == "hash";
+                libraries.url |= word == "isURL";
+                libraries.gzip |= word == "gzip";
+                libraries.base64 |= word == "base64";
             }
             // `image` is also a container's field: only a call counts.
             libraries.image |= libraries::calls_global(source, "image");
+            libraries.hash |= ["sha1", "sha256", "md5"]
+                .iter()
+                .any(|name| libraries::calls_global(source, name));
+            // `url` is a common field name, and `format` a strings function.
+            libraries.url |= libraries::calls_global(source, "url");
+            libraries.format |= source
+                .match_indices("format.")
+                .any(|(at, _)| libraries::starts_name(source, at));
         }
         libraries
     }
@@ -135,6 +157,7 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     }
     if libraries.math {
         let _ = env.add_extension(::cel::extensions::math);
+        libraries::math::register(&mut env);
     }
     let string = libraries::string_type;
     if libraries.jsonpatch {
@@ -266,6 +289,21 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     }
     if libraries.comprehensions {
         super::comprehensions::register(&mut env);
+    }
+    if libraries.hash {
+        libraries::hash::register(&mut env);
+    }
+    if libraries.url {
+        libraries::url::register(&mut env);
+    }
+    if libraries.format {
+        libraries::format::register(&mut env);
+    }
+    if libraries.gzip {
+        libraries::gzip::register(&mut env);
+    }
+    if libraries.base64 {
+        let _ = env.add_extension(::cel::extensions::encoders);
     }
     for name in struct_names {
         // A name that is not an identifier path is refused by the crate,

@@ -94,14 +94,6 @@ const UNAVAILABLE: &[(&str, &str)] = &[
         "Kyverno's time library is not supported by this version",
     ),
     (
-        "hash",
-        "Kyverno's hash library is not supported by this version",
-    ),
-    (
-        "gzip",
-        "Kyverno's gzip library is not supported by this version",
-    ),
-    (
         "x509",
         "Kyverno's x509 library is not supported by this version",
     ),

@@ -18,12 +18,17 @@ use ::cel::{Env, ExecutionError, Value};
 
 pub mod authorizer;
 pub mod data;
+pub mod format;
+pub mod gzip;
+pub mod hash;
 pub mod image;
 pub mod ip;
 pub mod lists;
+pub mod math;
 pub mod quantity;
 pub mod regex;
 pub mod semver;
+pub mod url;
 
 /// The crate's string, int, bool and dyn types, for declarations.
 pub(crate) fn string_type() -> Type {
@@ -234,6 +239,22 @@ pub(crate) mod testing {
     pub fn i(value: i64) -> Option<Value> {
         Some(Value::Int(value))
     }
+
+    /// The annotations a whole MutatingPolicy writes on the scheduler's
+    /// Binding (`test_data/binding.json`, node `node-1`) when its one
+    /// mutation sets the annotation `result` to `expression`, run through
+    /// `crate::evaluate` as policy-server would.
+    pub fn annotated(expression: &str) -> serde_json::Value {
+        let policy = serde_json::json!({"apiVersion": "policies.kyverno.io/v1",
+            "kind": "MutatingPolicy", "metadata": {"name": "library"},
+            "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""],
+                "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/binding"]}]},
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                format!("Object{{metadata: Object.metadata{{annotations: {{'result': {expression}}}}}}}")}}]}});
+        let response = crate::kyverno::conformance::run("binding.json", policy);
+        assert!(response.accepted, "{expression}: {:?}", response.message);
+        crate::kyverno::conformance::annotations(&response)
+    }
 }
 
 #[cfg(test)]
@@ -252,5 +273,14 @@ mod tests {
         assert!(!libraries.image && !libraries.json && !libraries.regex_namespace);
         let libraries = Libraries::for_sources(["isImage(c.image) && json.unmarshal(x) != null"]);
         assert!(libraries.image && libraries.json && !libraries.yaml);
+        // A field named `url` or `sha256`, and the strings library's
+        // `format`, are not the URL, hash or format libraries.
+        let libraries =
+            Libraries::for_sources(["'%s'.format([object.spec.url, object.status.sha256])"]);
+        assert!(!libraries.url && !libraries.hash && !libraries.format);
+        let libraries = Libraries::for_sources([
+            "url(x).getHost() + sha256(y) + format.uuid().validate(z).orValue([]).join('')",
+        ]);
+        assert!(libraries.url && libraries.hash && libraries.format && !libraries.gzip);
     }
 }
