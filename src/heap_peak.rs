@@ -60,16 +60,20 @@ fn count(delta: isize) {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// Peak live bytes and allocations of one `evaluate` of `payload`.
-fn measure(payload: &[u8], table: &Table) -> (usize, usize) {
+/// Peak live bytes and allocations of one `evaluate` of `payload`, and the
+/// warnings it answers with (a row that warns does more than its job).
+fn measure(payload: &[u8], table: &Table) -> (usize, usize, Option<Vec<String>>) {
     LIVE.with(|c| c.set(0));
     PEAK.with(|c| c.set(0));
     ALLOCATIONS.with(|c| c.set(0));
     COUNTING.with(|c| c.set(true));
     let response = crate::evaluate(payload, table, table);
     COUNTING.with(|c| c.set(false));
-    std::hint::black_box(response);
-    (PEAK.with(Cell::get), ALLOCATIONS.with(Cell::get))
+    (
+        PEAK.with(Cell::get),
+        ALLOCATIONS.with(Cell::get),
+        response.warnings,
+    )
 }
 
 fn read(path: &str) -> Value {
@@ -110,9 +114,9 @@ fn heap_peak() {
     for (row, request, settings) in rows.into_iter().filter(|(row, ..)| row.contains(&only)) {
         let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))
             .unwrap_or_default();
-        let (peak, allocations) = measure(&payload, &table);
+        let (peak, allocations, warnings) = measure(&payload, &table);
         eprintln!(
-            "{row}: payload {} bytes, peak heap {peak} bytes, {allocations} allocations",
+            "{row}: payload {} bytes, peak heap {peak} bytes, {allocations} allocations, warnings {warnings:?}",
             payload.len()
         );
     }

@@ -77,14 +77,14 @@ def main():
     ap.add_argument("--baseline", required=True)
     ap.add_argument("--floor", required=True)
     ap.add_argument("--variant", action="append", default=[],
-                    help="NAME=ANNOTATED.wasm: another build of the policy, default settings and the Kyverno "
-                         "sample, realistic Node, paired with the current build's rows")
+                    help="NAME=ANNOTATED.wasm: another build of the policy, default settings, the Kyverno "
+                         "sample and the MutatingPolicy, realistic Node, paired with the current build's rows")
     ap.add_argument("--duration", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--only", default="",
                     help="comma-separated policies (do-nothing, floor, default, kyverno, cel, variant-NAME, "
-                         "variant-NAME-kyverno) to run")
+                         "variant-NAME-kyverno, variant-NAME-cel) to run")
     args = ap.parse_args()
 
     missing = [tool for tool in ("policy-server", "wrk") if shutil.which(tool) is None]
@@ -117,6 +117,7 @@ def main():
             name, _, module = spec.partition("=")
             policies[f"variant-{name}"] = entry(module, {})
             policies[f"variant-{name}-kyverno"] = entry(module, kyverno_rules)
+            policies[f"variant-{name}-cel"] = entry(module, mutating_policy)
             variants.append(name)
         base, server, log = start_policy_server(processes, work, policies, stub)
         if base is None:
@@ -143,6 +144,9 @@ def main():
                          "default settings, Binding, realistic Node", large))
             rows.append((f"variant {v}, Kyverno sample, realistic Node", f"variant-{v}-kyverno",
                          "binding-large-node.json", "Kyverno mutate-pod-binding, realistic Node", large))
+            rows.append((f"variant {v}, MutatingPolicy, realistic Node", f"variant-{v}-cel",
+                         "binding-large-node.json",
+                         "MutatingPolicy (CEL) doing mutate-pod-binding, realistic Node", large))
             rows.append((f"variant {v}, Pod without spec.nodeName", f"variant-{v}", "pod-without-node-name.json",
                          "default settings, Pod without spec.nodeName", None))
         references = {"floor": "floor policy, Binding, realistic Node"}

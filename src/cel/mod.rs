@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::settings::{AUTOGEN_DEFAULT, Checks, FailurePolicy};
 
 pub mod apply;
+mod autogen;
 mod comprehensions;
 #[cfg(test)]
 mod conformance;
@@ -20,6 +21,7 @@ mod conformance_authorizer;
 mod direct;
 pub mod engine;
 pub mod environment;
+pub(crate) mod evaluation;
 pub mod exception;
 pub mod libraries;
 pub mod matching;
@@ -299,11 +301,11 @@ impl CelPolicy {
         for (i, controller) in controllers.iter().enumerate() {
             // Kyverno's CEL policies name controllers by resource
             // (`deployments`); its ClusterPolicy annotation by kind.
+            let singular = controller.strip_suffix('s').unwrap_or(controller);
             let name = AUTOGEN_DEFAULT
                 .iter()
                 .find(|kind| {
-                    controller.eq_ignore_ascii_case(kind)
-                        || controller.eq_ignore_ascii_case(&format!("{kind}s"))
+                    controller.eq_ignore_ascii_case(kind) || singular.eq_ignore_ascii_case(kind)
                 })
                 .copied()
                 .unwrap_or(controller.as_str());

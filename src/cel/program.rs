@@ -159,7 +159,11 @@ pub fn compile(source: &str, at: &str) -> Result<Compiled, String> {
             "{at}: operations nested more than {MAX_DEPTH} deep; the evaluator recurses once per level"
         ));
     }
-    super::comprehensions::expand(&mut expression).map_err(|e| format!("{at}: {e}"))?;
+    // Only an expression that names a comprehension macro can hold a
+    // two-variable one: the walk is skipped for the rest (most, per request).
+    if super::environment::identifiers(source).any(super::comprehensions::named) {
+        super::comprehensions::expand(&mut expression).map_err(|e| format!("{at}: {e}"))?;
+    }
     let iterations = iterations(&expression, 0);
     if iterations > MAX_ITERATIONS {
         return Err(format!(

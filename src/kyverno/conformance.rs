@@ -150,9 +150,9 @@ pub(crate) fn run_on(request: Value, settings: Value, table: &Table) -> Validati
         answers: table.answers.clone(),
         ..Table::default()
     };
-    crate::cel::engine::CRATE_ONLY.with(|only| only.set(true));
+    crate::cel::evaluation::CRATE_ONLY.with(|only| only.set(true));
     let by_crate = crate::evaluate(&payload, &copy, &copy);
-    crate::cel::engine::CRATE_ONLY.with(|only| only.set(false));
+    crate::cel::evaluation::CRATE_ONLY.with(|only| only.set(false));
     assert_eq!(
         serde_json::to_value(&by_crate).unwrap(),
         serde_json::to_value(&response).unwrap(),
