@@ -943,16 +943,53 @@ mod point7_mutate {
             {"name": "sidecar", "image": "proxy:1"}
         ]}}}));
         let containers = pod.pointer("/spec/containers").unwrap();
-        // New elements go in front, as Kyverno merges (list prepend).
+        // The patch's elements first, in its order, then the Pod's others,
+        // as Kyverno merges (kustomize's list prepend).
         assert_eq!(containers.as_array().unwrap().len(), 2);
-        assert_eq!(containers[1]["image"], "nginx:1.27");
-        let env: Vec<&str> = containers[1]["env"]
+        assert_eq!(containers[0]["image"], "nginx:1.27");
+        assert_eq!(containers[1]["image"], "proxy:1");
+        let env: Vec<&str> = containers[0]["env"]
             .as_array()
             .unwrap()
             .iter()
             .map(|e| e["name"].as_str().unwrap())
             .collect();
         assert_eq!(env, ["REGION", "ZONE"]);
+    }
+
+    #[test]
+    fn strategic_merge_foreach_keeps_the_list_order_unless_told_ascending() {
+        // As kyverno/policies prepend-image-registry: Kyverno walks a strategic
+        // merge foreach from the last element, and each merge puts the
+        // patched element first.
+        let mut pod = request("pod-with-node-name.json");
+        pod["object"]["spec"]["containers"] = json!([
+            {"name": "web", "image": "nginx:1.27"}, {"name": "sidecar", "image": "proxy:1"}]);
+        let names = |order: Option<&str>| {
+            let mut each = json!({"list": "request.object.spec.containers",
+                "patchStrategicMerge": {"spec": {"containers": [
+                    {"name": "{{ element.name }}", "image": "registry.io/{{ element.image }}"}]}}});
+            if let Some(order) = order {
+                each["order"] = json!(order);
+            }
+            let settings = pod_rule(json!({"foreach": [each]}));
+            let response = run_on(pod.clone(), settings, &Table::cluster());
+            let mutated = response.mutated_object.unwrap_or_default();
+            let containers = mutated["spec"]["containers"].as_array().cloned();
+            containers
+                .unwrap_or_default()
+                .iter()
+                .map(|c| format!("{} {}", c["name"], c["image"]))
+                .collect::<Vec<_>>()
+        };
+        let in_order = [
+            r#""web" "registry.io/nginx:1.27""#,
+            r#""sidecar" "registry.io/proxy:1""#,
+        ];
+        assert_eq!(names(None), in_order);
+        assert_eq!(names(Some("Descending")), in_order);
+        let reversed: Vec<&str> = in_order.iter().rev().copied().collect();
+        assert_eq!(names(Some("Ascending")), reversed);
     }
 
     #[test]

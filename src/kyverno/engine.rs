@@ -123,7 +123,14 @@ impl Engine<'_> {
                 elements.len()
             ));
         }
-        let indices: Vec<usize> = if each.order.as_deref() == Some("Descending") {
+        // Kyverno walks a strategic merge foreach from the last element to
+        // the first unless told otherwise: each merge puts the patched
+        // element first, so the list ends in its own order.
+        let descending = match each.order.as_deref() {
+            Some(order) => order == "Descending",
+            None => each.patch_strategic_merge.is_some(),
+        };
+        let indices: Vec<usize> = if descending {
             (0..elements.len()).rev().collect()
         } else {
             (0..elements.len()).collect()

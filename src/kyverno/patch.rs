@@ -342,9 +342,11 @@ fn merge_value(
     }
 }
 
-/// Lists with a merge key merge element by element, new elements going in
-/// front (Kyverno merges with the list prepend option); other lists are
-/// replaced.
+/// Lists with a merge key merge element by element; other lists are
+/// replaced. Kyverno merges with kustomize's list prepend option, which walks
+/// the patch's elements before the resource's: the patch's elements come
+/// first, in the patch's order (each merged into the element with its key,
+/// if the resource has one), then the resource's other elements in theirs.
 fn merge_list(
     resource: &mut Value,
     items: &[Value],
@@ -361,30 +363,24 @@ fn merge_list(
         *resource = Value::Array(replaced);
         return Ok(());
     };
-    if !resource.is_array() {
-        *resource = Value::Array(Vec::new());
-    }
-    let Some(list) = resource.as_array_mut() else {
-        return Ok(());
+    let mut rest = match resource.take() {
+        Value::Array(list) => list,
+        _ => Vec::new(),
     };
-    let mut added = Vec::new();
+    let mut merged = Vec::with_capacity(items.len() + rest.len());
     for item in items {
-        let existing = item
+        let position = item
             .get(key)
-            .and_then(|wanted| list.iter_mut().find(|e| e.get(key) == Some(wanted)));
-        match existing {
-            Some(element) => merge_value(element, item, field, late)?,
-            None => {
-                let mut value = Value::Null;
-                merge_value(&mut value, item, field, late)?;
-                added.push(value);
-            }
-        }
+            .and_then(|wanted| rest.iter().position(|e| e.get(key) == Some(wanted)));
+        let mut value = match position {
+            Some(i) => rest.remove(i),
+            None => Value::Null,
+        };
+        merge_value(&mut value, item, field, late)?;
+        merged.push(value);
     }
-    if !added.is_empty() {
-        added.append(list);
-        *list = added;
-    }
+    merged.append(&mut rest);
+    *resource = Value::Array(merged);
     Ok(())
 }
 
@@ -590,8 +586,8 @@ mod tests {
         );
         assert_eq!(
             out["spec"]["containers"],
-            json!([{"name":"c","image":"z"},{"name":"a","image":"x","env":[{"name":"F","value":"2"},{"name":"E","value":"1"}]},{"name":"b","image":"y"}]),
-            "new elements go in front, as Kyverno merges"
+            json!([{"name":"a","image":"x","env":[{"name":"F","value":"2"},{"name":"E","value":"1"}]},{"name":"c","image":"z"},{"name":"b","image":"y"}]),
+            "the patch's elements first, in its order, then the resource's others, as Kyverno merges"
         );
         let (_, out) = smp(
             json!({"spec":{"args":["a"]}}),
