@@ -248,10 +248,13 @@ impl<'a> Pipeline<'a> {
         let Some(object) = outcome.object.as_mut() else {
             return Ok((false, Vec::new()));
         };
-        let label = format!("{} {:?}", policy.kind.name(), policy.name);
-        let failed = |why: String| StepError::Failed {
-            ignored: format!("{label} not applied: {why}"),
-            message: format!("{label}: {why}"),
+        // The policy named for a message: formatted only when there is one.
+        let failed = |why: String| {
+            let label = format!("{} {:?}", policy.kind.name(), policy.name);
+            StepError::Failed {
+                ignored: format!("{label} not applied: {why}"),
+                message: format!("{label}: {why}"),
+            }
         };
         let object = object.whole().map_err(failed)?;
         let request = CelRequest {

@@ -198,12 +198,12 @@ impl<'a> Evaluation<'a> {
     fn compile(
         &mut self,
         source: &'a str,
-        at: impl FnOnce() -> String,
+        at: impl Fn() -> String,
     ) -> Result<Rc<Compiled>, String> {
         if let Some(compiled) = self.compiled.get(source) {
             return Ok(compiled.clone());
         }
-        let compiled = Rc::new(program::compile(source, &at())?);
+        let compiled = Rc::new(program::compile_at(source, &Deferred(at))?);
         self.compiled.insert(source, compiled.clone());
         Ok(compiled)
     }
@@ -214,7 +214,7 @@ impl<'a> Evaluation<'a> {
     pub(super) fn evaluate(
         &mut self,
         source: &'a str,
-        at: impl FnOnce() -> String,
+        at: impl Fn() -> String,
     ) -> Result<Evaluated, String> {
         let compiled = self.compile(source, at)?;
         if let Some(value) = self.direct(&compiled) {
@@ -227,7 +227,7 @@ impl<'a> Evaluation<'a> {
     pub(super) fn evaluate_with_crate(
         &mut self,
         source: &'a str,
-        at: impl FnOnce() -> String,
+        at: impl Fn() -> String,
     ) -> Result<CelValue, String> {
         let compiled = self.compile(source, at)?;
         self.evaluate_compiled(&compiled)
@@ -601,5 +601,14 @@ impl direct::Names for Evaluation<'_> {
         } else {
             self.policy.struct_names().contains(name)
         }
+    }
+}
+
+/// A path written by a closure when a message needs it.
+struct Deferred<F: Fn() -> String>(F);
+
+impl<F: Fn() -> String> std::fmt::Display for Deferred<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&(self.0)())
     }
 }

@@ -442,7 +442,7 @@ impl CelPolicy {
 
     /// Every expression in evaluation order, each with a maker of its path
     /// in the settings: at request time the path is made only for a message.
-    pub fn sources(&self) -> impl Iterator<Item = (impl FnOnce() -> String + '_, &str)> {
+    pub fn sources(&self) -> impl Iterator<Item = (impl Fn() -> String + '_, &str)> {
         let conditions = self.spec.match_conditions.iter().map(|c| &c.expression);
         let variables = self.spec.variables.iter().map(|v| &v.expression);
         let mutations = self.spec.mutations.iter().filter_map(|m| {

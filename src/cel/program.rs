@@ -121,6 +121,12 @@ pub struct ReadUses {
 
 /// Why an expression was refused; `at` is its path in the settings.
 pub fn compile(source: &str, at: &str) -> Result<Compiled, String> {
+    compile_at(source, &at)
+}
+
+/// [`compile`], with the expression's path made only for a message (at
+/// request time the path is never needed: the settings were checked at load).
+pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, String> {
     if source.trim().is_empty() {
         return Err(format!("{at}: empty expression"));
     }

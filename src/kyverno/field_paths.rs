@@ -113,7 +113,7 @@ pub fn field_masks(reach: &Reach) -> Vec<String> {
                     let path = if prefix.is_empty() {
                         (*name).to_string()
                     } else {
-                        format!("{prefix}.{name}")
+                        [prefix, ".", name].concat()
                     };
                     walk(inner, &path, out);
                 }

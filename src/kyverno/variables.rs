@@ -133,7 +133,8 @@ pub fn substitute_str_at(
                 "substituting {{{{{expression}}}}} makes a value longer than {MAX_SUBSTITUTED_LEN} bytes"
             ));
         }
-        current = format!("{head}{rendered}{tail}");
+        // Joined, not formatted: this runs on every request that substitutes.
+        current = [head, rendered.as_str(), tail].concat();
     }
     if innermost(&current).is_some() {
         return Err(format!(
