@@ -12,9 +12,6 @@ use serde_json::{Map, Value, json};
 
 use crate::cluster::{CachedCluster, ImageRead, Read};
 
-/// Docker Hub as Kyverno's registry client names it.
-const DOCKER_HUB: &str = "index.docker.io";
-
 /// A reference split as Kyverno's registry client splits it.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ImageName {
@@ -25,45 +22,21 @@ pub struct ImageName {
 }
 
 impl ImageName {
-    /// `None` for text that is not an image reference.
+    /// `None` for text that is not an image reference. Read by the same
+    /// parser as the CEL `image()` library (go-containerregistry's rules);
+    /// the identifier is the tag, the digest, or `tag@digest` for both, as
+    /// Kyverno's registry client gives it.
     pub fn parse(reference: &str) -> Option<ImageName> {
-        let (repository, tag, digest) = super::images::split_reference(reference.trim())?;
-        // The first segment is a registry when it looks like a host.
-        let (registry, repository) = match repository.split_once('/') {
-            Some((first, path)) if first.contains(['.', ':']) || first == "localhost" => {
-                (first, path.to_string())
-            }
-            _ => (DOCKER_HUB, repository.to_string()),
-        };
-        let registry = if registry == "docker.io" {
-            DOCKER_HUB
-        } else {
-            registry
-        };
-        let repository = if registry == DOCKER_HUB && !repository.contains('/') {
-            format!("library/{repository}")
-        } else {
-            repository
-        };
-        let valid_repository = !repository.is_empty()
-            && repository.split('/').all(|segment| {
-                !segment.is_empty()
-                    && segment
-                        .chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
-            });
-        if !valid_repository || tag == Some("") || digest == Some("") {
-            return None;
-        }
-        let identifier = match (tag, digest) {
+        let image = crate::cel::libraries::image::Image::parse(reference.trim())?;
+        let identifier = match (image.written_tag(), image.digest()) {
             (Some(tag), Some(digest)) => format!("{tag}@{digest}"),
             (None, Some(digest)) => digest.to_string(),
             (Some(tag), None) => tag.to_string(),
             (None, None) => "latest".to_string(),
         };
         Some(ImageName {
-            registry: registry.to_string(),
-            repository,
+            registry: image.registry().to_string(),
+            repository: image.repository().to_string(),
             identifier,
         })
     }
@@ -180,6 +153,10 @@ mod tests {
 
     #[test]
     fn references_split_as_kyvernos_registry_client_splits_them() {
+        const DOCKER_HUB: &str = "index.docker.io";
+        const DIGEST: &str =
+            "sha256:6aefddb645ee6963afd681b1845c661d0ea4c3b20ab9db86d9e753b203d385f2";
+        let with_digest = |text: &str| text.replace("sha256:abc", DIGEST);
         let cases = [
             ("busybox", DOCKER_HUB, "library/busybox", "latest"),
             ("busybox:1.28", DOCKER_HUB, "library/busybox", "1.28"),
@@ -209,18 +186,27 @@ mod tests {
             ),
         ];
         for (reference, registry, repository, identifier) in cases {
-            let name = ImageName::parse(reference).unwrap();
+            let (reference, identifier) = (with_digest(reference), with_digest(identifier));
+            let name = ImageName::parse(&reference).unwrap();
             assert_eq!(
                 (
                     name.registry.as_str(),
                     name.repository.as_str(),
                     name.identifier.as_str()
                 ),
-                (registry, repository, identifier),
+                (registry, repository, identifier.as_str()),
                 "{reference}"
             );
         }
-        for bad in ["", "UPPER/case", "nginx:", "a//b", "nginx@"] {
+        // A short digest is not a digest (go-containerregistry checks it).
+        for bad in [
+            "",
+            "UPPER/case",
+            "nginx:",
+            "a//b",
+            "nginx@",
+            "app@sha256:abc",
+        ] {
             assert!(ImageName::parse(bad).is_none(), "{bad:?}");
         }
     }

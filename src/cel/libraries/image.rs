@@ -30,7 +30,7 @@ pub struct Image {
     original: String,
     registry: String,
     repository: String,
-    /// `None` when the reference has a digest.
+    /// The tag as written (`tag()` answers none when there is a digest).
     tag: Option<String>,
     digest: Option<String>,
 }
@@ -90,7 +90,10 @@ impl Image {
             return None;
         }
         let (registry, repository) = split_host(name, false);
-        if !well_formed(repository, 2, 255, false, "_-./") {
+        // Path components are never empty (`a//b` is not a repository).
+        if !well_formed(repository, 2, 255, false, "_-./")
+            || repository.split('/').any(str::is_empty)
+        {
             return None;
         }
         let registry = match registry {
@@ -107,12 +110,38 @@ impl Image {
             original: reference.to_string(),
             registry: registry.to_string(),
             repository,
-            tag: match digest {
-                Some(_) => None,
-                None => Some(tag.unwrap_or("latest").to_string()),
-            },
+            tag: tag.map(str::to_string),
             digest: digest.map(str::to_string),
         })
+    }
+
+    /// `index.docker.io` for Docker Hub.
+    pub fn registry(&self) -> &str {
+        &self.registry
+    }
+
+    /// `library/nginx` for Docker Hub's `nginx`.
+    pub fn repository(&self) -> &str {
+        &self.repository
+    }
+
+    /// The tag as written, even beside a digest.
+    pub fn written_tag(&self) -> Option<&str> {
+        self.tag.as_deref()
+    }
+
+    pub fn digest(&self) -> Option<&str> {
+        self.digest.as_deref()
+    }
+
+    /// go-containerregistry's tag: none for a reference with a digest,
+    /// `latest` for one with neither.
+    fn reference_tag(&self) -> &str {
+        match (&self.digest, &self.tag) {
+            (Some(_), _) => "",
+            (None, Some(tag)) => tag,
+            (None, None) => "latest",
+        }
     }
 }
 
@@ -181,11 +210,12 @@ fn repository<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execu
 
 fn identifier<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let image = this(&args, "identifier")?;
-    string(image.digest.or(image.tag).unwrap_or_default())
+    let identifier = image.digest().unwrap_or(image.reference_tag()).to_string();
+    string(identifier)
 }
 
 fn tag<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    string(this(&args, "tag")?.tag.unwrap_or_default())
+    string(this(&args, "tag")?.reference_tag().to_string())
 }
 
 fn digest<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -211,6 +241,7 @@ mod tests {
             ("isImage('a')".to_string(), b(false)),
             ("isImage('nginx@sha256:abc')".to_string(), b(false)),
             ("isImage('nginx:')".to_string(), b(false)),
+            ("isImage('a//b')".to_string(), b(false)),
             (with("", "containsDigest()"), b(false)),
             (with(":latest", "containsDigest()"), b(false)),
             (with(&format!("@{DIGEST}"), "containsDigest()"), b(true)),
