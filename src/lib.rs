@@ -180,7 +180,13 @@ pub fn decide<'a>(raw: &'a [u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster)
     let outcome = pipeline.run(subject);
     match outcome.rejection {
         Some(message) => reject(message),
-        None => accept(outcome.object.filter(|_| outcome.changed), outcome.warnings),
+        None => {
+            let mut verdict = accept(outcome.object.filter(|_| outcome.changed), outcome.warnings);
+            if !outcome.audit_annotations.is_empty() {
+                verdict.audit_annotations = Some(outcome.audit_annotations.into_iter().collect());
+            }
+            verdict
+        }
     }
 }
 
@@ -196,7 +202,7 @@ pub struct Verdict<'a> {
     message: Option<String>,
     code: Option<u16>,
     mutated_object: Option<object::Object<'a>>,
-    audit_annotations: Option<()>,
+    audit_annotations: Option<std::collections::HashMap<String, String>>,
     warnings: Option<Vec<String>>,
 }
 
@@ -213,7 +219,7 @@ impl Verdict<'_> {
             message: self.message,
             code: self.code,
             mutated_object,
-            audit_annotations: None,
+            audit_annotations: self.audit_annotations,
             warnings,
         }
     }

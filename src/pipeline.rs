@@ -77,6 +77,8 @@ pub struct Outcome<'a> {
     pub warnings: Vec<String>,
     /// Set when the request must be refused, with the reason.
     pub rejection: Option<String>,
+    /// Audit annotations CEL policies wrote (`<policy>/<key>`).
+    pub audit_annotations: Vec<(String, String)>,
 }
 
 /// What the rules read, prepared once, when the first rule runs.
@@ -267,7 +269,14 @@ impl<'a> Pipeline<'a> {
         };
         match crate::cel::engine::run(policy, object, &request) {
             Ok(CelResult::Skipped) => Ok((false, Vec::new())),
-            Ok(CelResult::Mutated(mutated)) => commit(object, mutated).map_err(failed),
+            Ok(CelResult::Mutated {
+                object: mutated,
+                audit,
+            }) => {
+                let committed = commit(object, mutated).map_err(failed)?;
+                outcome.audit_annotations.extend(audit);
+                Ok(committed)
+            }
             Err(why) => Err(failed(why)),
         }
     }

@@ -659,3 +659,66 @@ fn image_metadata_comes_from_the_registry_through_the_host() {
         Some(&json!("index.docker.io/library/nginx:1.27@sha256:abc"))
     );
 }
+
+#[test]
+fn audit_annotations_are_written_as_policy_slash_key() {
+    // As kyverno/kyverno conformance mutating-policies/reporting/audit-annotations.
+    let policy = mutating_policy(json!({
+        "matchConstraints": binding_rules(),
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+            "Object{metadata: Object.metadata{annotations: {'seen': 'yes'}}}"}}],
+        "auditAnnotations": [
+            {"key": "resource-name", "valueExpression": "'binding/' + string(object.metadata.name)"},
+            {"key": "target", "valueExpression": "object.target.name"},
+            {"key": "absent", "valueExpression": "null"}
+        ]
+    }));
+    let response = run("binding.json", policy);
+    assert!(response.accepted, "{:?}", response.message);
+    let audit = response.audit_annotations.unwrap_or_default();
+    assert_eq!(audit.len(), 2, "{audit:?}");
+    assert_eq!(
+        audit.get("m/resource-name").map(String::as_str),
+        Some("binding/busybox")
+    );
+    assert_eq!(audit.get("m/target").map(String::as_str), Some("node-1"));
+
+    let number = mutating_policy(json!({"matchConstraints": binding_rules(),
+        "auditAnnotations": [{"key": "n", "valueExpression": "1"}]}));
+    let response = run("binding.json", number);
+    assert!(
+        !response.accepted,
+        "Fail: a value that is not a string is an error"
+    );
+    assert!(
+        response
+            .message
+            .unwrap_or_default()
+            .contains("auditAnnotations[0]"),
+        "the message names the annotation"
+    );
+
+    for (annotations, wanted) in [
+        (
+            json!([{"key": "has space", "valueExpression": "'x'"}]),
+            "auditAnnotations[0].key",
+        ),
+        (
+            json!([{"key": "k", "valueExpression": "'x'"}, {"key": "k", "valueExpression": "'y'"}]),
+            "auditAnnotations[1].key",
+        ),
+        (
+            json!([{"key": "k", "valueExpression": "'x' +"}]),
+            "auditAnnotations[0].valueExpression",
+        ),
+    ] {
+        let msg = refused(mutating_policy(json!({"matchConstraints": binding_rules(),
+            "auditAnnotations": annotations})));
+        assert!(msg.starts_with(&format!("settings.spec.{wanted}")), "{msg}");
+    }
+    let admission_policy = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicy", "metadata": {"name": "m"},
+        "spec": {"matchConstraints": binding_rules(),
+            "auditAnnotations": [{"key": "k", "valueExpression": "'x'"}]}});
+    assert!(refused(admission_policy).starts_with("settings.spec.auditAnnotations"));
+}

@@ -72,8 +72,12 @@ impl CelRequest<'_> {
 pub enum CelResult {
     /// The policy does not apply to this request.
     Skipped,
-    /// The object as the mutations left it.
-    Mutated(Value),
+    /// The object as the mutations left it, and the policy's audit
+    /// annotations (`<policy>/<key>`, value).
+    Mutated {
+        object: Value,
+        audit: Vec<(String, String)>,
+    },
 }
 
 /// Runs `policy` over `object`; `Err` is a failure `failurePolicy` judges.
@@ -167,6 +171,27 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
             }
         }
     }
+    // Kyverno's auditAnnotations, over the object as received: a string
+    // is written, null leaves the key out, anything else is an error.
+    let mut audit = Vec::new();
+    for (i, annotation) in policy.spec.audit_annotations.iter().enumerate() {
+        let at = || format!("{}.spec.auditAnnotations[{i}].valueExpression", policy.at);
+        let value = match evaluation.evaluate(&annotation.value_expression, at)? {
+            Evaluated::Json(Value::String(s)) => Some(s),
+            Evaluated::Json(Value::Null) => None,
+            Evaluated::Cel(CelValue::String(s)) => Some(s.to_string()),
+            Evaluated::Cel(CelValue::Null) => None,
+            _ => {
+                return Err(format!(
+                    "auditAnnotations[{i}] ({:?}): gives neither a string nor null",
+                    annotation.key
+                ));
+            }
+        };
+        if let Some(value) = value {
+            audit.push((format!("{}/{}", policy.name, annotation.key), value));
+        }
+    }
     let schema = apply::has_schema(
         object
             .get("apiVersion")
@@ -220,7 +245,10 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
         }
         None => current,
     };
-    Ok(CelResult::Mutated(mutated))
+    Ok(CelResult::Mutated {
+        object: mutated,
+        audit,
+    })
 }
 
 /// An evaluation error in words: a library function's own message, after

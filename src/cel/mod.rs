@@ -216,12 +216,33 @@ impl CelPolicy {
                     "targetMatchConditions",
                 ),
                 (spec.webhook_configuration.is_some(), "webhookConfiguration"),
+                (!spec.audit_annotations.is_empty(), "auditAnnotations"),
             ] {
                 if present {
                     return Err(format!(
                         "{spec_at}.{field}: a Kyverno MutatingPolicy field; a MutatingAdmissionPolicy has none"
                     ));
                 }
+            }
+        }
+        for (i, annotation) in spec.audit_annotations.iter().enumerate() {
+            // Kubernetes' rule for audit annotation keys: a qualified name
+            // part, at most 63 bytes, unique in the policy.
+            let key = annotation.key.as_str();
+            let qualified = key.len() <= 63
+                && key.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            if !qualified {
+                return Err(format!(
+                    "{spec_at}.auditAnnotations[{i}].key: {key:?}: a key is letters, digits, '-', '_' and '.', starting with a letter or digit, at most 63 bytes"
+                ));
+            }
+            if spec.audit_annotations.iter().take(i).any(|a| a.key == key) {
+                return Err(format!(
+                    "{spec_at}.auditAnnotations[{i}].key: {key:?} is given twice"
+                ));
             }
         }
         if params.is_some() && spec.param_kind.is_none() {
@@ -437,6 +458,12 @@ impl CelPolicy {
                 expression.expression.as_str(),
             ));
         }
+        for (i, annotation) in self.spec.audit_annotations.iter().enumerate() {
+            all.push((
+                format!("{spec_at}.auditAnnotations[{i}].valueExpression"),
+                annotation.value_expression.as_str(),
+            ));
+        }
         all
     }
 
@@ -451,9 +478,15 @@ impl CelPolicy {
                 .or(m.json_patch.as_ref())
                 .map(|e| &e.expression)
         });
+        let audit = self
+            .spec
+            .audit_annotations
+            .iter()
+            .map(|a| &a.value_expression);
         conditions
             .chain(variables)
             .chain(mutations)
+            .chain(audit)
             .enumerate()
             .map(move |(i, source)| {
                 let at = move || {

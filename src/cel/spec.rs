@@ -36,6 +36,10 @@ pub struct CelSpec {
     pub autogen: Option<CelAutogen>,
     #[serde(default)]
     pub evaluation: Option<Evaluation>,
+    /// Kyverno's `auditAnnotations`: each value expression's string goes
+    /// into the answer's audit annotations as `<policy>/<key>`.
+    #[serde(default)]
+    pub audit_annotations: Vec<AuditAnnotation>,
     #[serde(default)]
     pub target_match_constraints: Option<IgnoredAny>,
     #[serde(default)]
@@ -44,6 +48,13 @@ pub struct CelSpec {
     /// `timeoutSeconds` is what bounds this one.
     #[serde(default)]
     pub webhook_configuration: Option<IgnoredAny>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AuditAnnotation {
+    pub key: String,
+    pub value_expression: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
