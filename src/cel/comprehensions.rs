@@ -76,44 +76,8 @@ pub fn expand(expr: &mut IdedExpr) -> Result<(), String> {
 
 fn max_id(expr: &IdedExpr) -> u64 {
     let mut max = expr.id;
-    children(expr, &mut |child| max = max.max(max_id(child)));
+    super::program::children(expr, &mut |child| max = max.max(max_id(child)));
     max
-}
-
-/// Calls `f` on each direct subexpression.
-pub(crate) fn children(expr: &IdedExpr, f: &mut dyn FnMut(&IdedExpr)) {
-    match &expr.expr {
-        Expr::Call(call) => {
-            call.target.iter().for_each(|t| f(t));
-            call.args.iter().for_each(f);
-        }
-        Expr::Select(select) => f(&select.operand),
-        Expr::Comprehension(c) => {
-            for part in [
-                &c.iter_range,
-                &c.accu_init,
-                &c.loop_cond,
-                &c.loop_step,
-                &c.result,
-            ] {
-                f(part);
-            }
-        }
-        Expr::List(list) => list.elements.iter().for_each(f),
-        Expr::Map(MapExpr { entries })
-        | Expr::Struct(::cel::common::ast::StructExpr { entries, .. }) => {
-            for entry in entries {
-                match &entry.expr {
-                    EntryExpr::StructField(field) => f(&field.value),
-                    EntryExpr::MapEntry(entry) => {
-                        f(&entry.key);
-                        f(&entry.value);
-                    }
-                }
-            }
-        }
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
-    }
 }
 
 fn expand_in(expr: &mut IdedExpr, next_id: &mut u64) -> Result<(), String> {

@@ -402,16 +402,21 @@ impl<'a> Evaluation<'a> {
         Ok(masks)
     }
 
+    /// `Err` when one more host read would pass the bound: resource reads,
+    /// image reads and authorizer checks count together.
+    fn within_read_bound(&self, reads: &str) -> Result<(), String> {
+        if self.answers.len() + self.images.len() + self.checks.len() >= MAX_READS {
+            return Err(format!("more than {MAX_READS} {reads} in one evaluation"));
+        }
+        Ok(())
+    }
+
     /// The host's answer to `call`, read once per evaluation.
     fn read(&mut self, call: ResourceCall) -> Result<Value, String> {
         if let Some(answer) = self.answers.get(&call) {
             return answer.clone();
         }
-        if self.answers.len() + self.images.len() + self.checks.len() >= MAX_READS {
-            return Err(format!(
-                "more than {MAX_READS} resource reads in one evaluation"
-            ));
-        }
+        self.within_read_bound("resource reads")?;
         let masks = self.field_masks()?;
         let reach = self.reach.as_ref().map(|paths| {
             let mut reach = Reach::Fields(Vec::new());
@@ -486,11 +491,7 @@ impl<'a> Evaluation<'a> {
                 Ok(value) => return Ok(value),
                 Err(error) => error,
             };
-            let wanted = library
-                .wanted
-                .lock()
-                .map(|mut w| std::mem::take(&mut *w))
-                .unwrap_or_default();
+            let wanted = take_wanted(&library.wanted);
             // A variable that failed is left out of `variables`: reading it
             // fails with its own error. Variables are lazy, so one an
             // expression names but does not reach (`a ? variables.x : y`)
@@ -501,16 +502,10 @@ impl<'a> Evaluation<'a> {
                 return Err(why.clone());
             }
             let wanted_images = images
-                .and_then(|images| {
-                    images
-                        .wanted
-                        .lock()
-                        .ok()
-                        .map(|mut w| std::mem::take(&mut *w))
-                })
+                .map(|images| take_wanted(&images.wanted))
                 .unwrap_or_default();
             let wanted_checks = checks
-                .and_then(|c| c.wanted.lock().ok().map(|mut w| std::mem::take(&mut *w)))
+                .map(|checks| take_wanted(&checks.wanted))
                 .unwrap_or_default();
             let pending = error.to_string().contains(READ_PENDING);
             if (wanted.is_empty() && wanted_images.is_empty() && wanted_checks.is_empty())
@@ -519,20 +514,12 @@ impl<'a> Evaluation<'a> {
                 return Err(describe(&error));
             }
             for check in wanted_checks {
-                if self.answers.len() + self.images.len() + self.checks.len() >= MAX_READS {
-                    return Err(format!(
-                        "more than {MAX_READS} host reads in one evaluation"
-                    ));
-                }
+                self.within_read_bound("host reads")?;
                 let decision = authorizer::read(&check, self.request.cluster);
                 self.checks.insert(check, decision);
             }
             for image in wanted_images {
-                if self.answers.len() + self.images.len() + self.checks.len() >= MAX_READS {
-                    return Err(format!(
-                        "more than {MAX_READS} resource and image reads in one evaluation"
-                    ));
-                }
+                self.within_read_bound("resource and image reads")?;
                 let answer =
                     crate::kyverno::image_registry::image_metadata(&image, self.request.cluster);
                 self.images.insert(image, answer);
@@ -602,6 +589,15 @@ impl direct::Names for Evaluation<'_> {
             self.policy.struct_names().contains(name)
         }
     }
+}
+
+/// What a library recorded as wanted from the host, taken (none when its
+/// lock was poisoned, which a panic-free guest never does).
+fn take_wanted<T: Default>(wanted: &Mutex<T>) -> T {
+    wanted
+        .lock()
+        .map(|mut w| std::mem::take(&mut *w))
+        .unwrap_or_default()
 }
 
 /// A path written by a closure when a message needs it.

@@ -33,41 +33,46 @@ fn depth(expr: &IdedExpr, at: usize) -> usize {
     if at > MAX_DEPTH {
         return at;
     }
-    let below = |e: &IdedExpr| depth(e, at + 1);
-    let entries = |entries: &[::cel::common::ast::IdedEntryExpr]| {
-        entries
-            .iter()
-            .map(|entry| match &entry.expr {
-                EntryExpr::StructField(field) => below(&field.value),
-                EntryExpr::MapEntry(e) => below(&e.key).max(below(&e.value)),
-            })
-            .max()
-            .unwrap_or(at)
-    };
+    let mut deepest = at;
+    children(expr, &mut |child| {
+        deepest = deepest.max(depth(child, at + 1))
+    });
+    deepest
+}
+
+/// Calls `f` on each direct subexpression.
+pub(crate) fn children(expr: &IdedExpr, f: &mut dyn FnMut(&IdedExpr)) {
     match &expr.expr {
-        Expr::Select(select) => below(&select.operand),
-        Expr::Call(call) => call
-            .target
-            .iter()
-            .map(|t| below(t))
-            .chain(call.args.iter().map(below))
-            .max()
-            .unwrap_or(at),
-        Expr::Comprehension(c) => [
-            &c.iter_range,
-            &c.accu_init,
-            &c.loop_cond,
-            &c.loop_step,
-            &c.result,
-        ]
-        .into_iter()
-        .map(below)
-        .max()
-        .unwrap_or(at),
-        Expr::List(list) => list.elements.iter().map(below).max().unwrap_or(at),
-        Expr::Map(map) => entries(&map.entries),
-        Expr::Struct(structure) => entries(&structure.entries),
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => at,
+        Expr::Call(call) => {
+            call.target.iter().for_each(|t| f(t));
+            call.args.iter().for_each(f);
+        }
+        Expr::Select(select) => f(&select.operand),
+        Expr::Comprehension(c) => {
+            for part in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
+                f(part);
+            }
+        }
+        Expr::List(list) => list.elements.iter().for_each(f),
+        Expr::Map(::cel::common::ast::MapExpr { entries })
+        | Expr::Struct(::cel::common::ast::StructExpr { entries, .. }) => {
+            for entry in entries {
+                match &entry.expr {
+                    EntryExpr::StructField(field) => f(&field.value),
+                    EntryExpr::MapEntry(entry) => {
+                        f(&entry.key);
+                        f(&entry.value);
+                    }
+                }
+            }
+        }
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
     }
 }
 
@@ -252,24 +257,14 @@ fn iterations(expr: &IdedExpr, depth: usize) -> u64 {
                     &mut [&c.iter_range, &c.accu_init, &c.result].into_iter()
                 ))
         }
-        Expr::Select(select) => iterations(&select.operand, depth),
-        Expr::Call(call) => sum(&mut call.target.iter().map(|t| &**t).chain(&call.args)),
-        Expr::List(list) => sum(&mut list.elements.iter()),
-        Expr::Map(map) => entries_iterations(&map.entries, depth),
-        Expr::Struct(structure) => entries_iterations(&structure.entries, depth),
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => 0,
+        _ => {
+            let mut total = 0u64;
+            children(expr, &mut |child| {
+                total = total.saturating_add(iterations(child, depth));
+            });
+            total
+        }
     }
-}
-
-fn entries_iterations(entries: &[::cel::common::ast::IdedEntryExpr], depth: usize) -> u64 {
-    entries.iter().fold(0u64, |total, entry| {
-        let inner = match &entry.expr {
-            EntryExpr::StructField(field) => iterations(&field.value, depth),
-            EntryExpr::MapEntry(map_entry) => iterations(&map_entry.key, depth)
-                .saturating_add(iterations(&map_entry.value, depth)),
-        };
-        total.saturating_add(inner)
-    })
 }
 
 struct Reads<'r> {
@@ -368,62 +363,24 @@ impl Reads<'_> {
             }
         }
         match &expr.expr {
-            Expr::Select(select) => self.walk(&select.operand, depth),
             Expr::Ident(name) => {
                 if name == "variables" {
                     self.uses.whole = true;
                 }
                 self.identifiers.insert(name.clone());
             }
-            Expr::Call(call) => {
-                match call.target.as_deref().map(|t| &t.expr) {
-                    Some(Expr::Ident(name)) => {
-                        self.libraries.insert(name.clone());
-                    }
-                    None => {
-                        self.libraries.insert(call.func_name.clone());
-                    }
-                    Some(_) => {}
+            Expr::Call(call) => match call.target.as_deref().map(|t| &t.expr) {
+                Some(Expr::Ident(name)) => {
+                    self.libraries.insert(name.clone());
                 }
-                if let Some(target) = &call.target {
-                    self.walk(target, depth);
+                None => {
+                    self.libraries.insert(call.func_name.clone());
                 }
-                for arg in &call.args {
-                    self.walk(arg, depth);
-                }
-            }
-            Expr::Comprehension(comprehension) => {
-                for part in [
-                    &comprehension.iter_range,
-                    &comprehension.accu_init,
-                    &comprehension.loop_cond,
-                    &comprehension.loop_step,
-                    &comprehension.result,
-                ] {
-                    self.walk(part, depth);
-                }
-            }
-            Expr::List(list) => {
-                for element in &list.elements {
-                    self.walk(element, depth);
-                }
-            }
-            Expr::Map(map) => self.entries(&map.entries, depth),
-            Expr::Struct(structure) => self.entries(&structure.entries, depth),
-            Expr::Literal(_) | Expr::Unspecified => {}
+                Some(_) => {}
+            },
+            _ => {}
         }
-    }
-
-    fn entries(&mut self, entries: &[cel::common::ast::IdedEntryExpr], depth: usize) {
-        for entry in entries {
-            match &entry.expr {
-                EntryExpr::StructField(field) => self.walk(&field.value, depth),
-                EntryExpr::MapEntry(map_entry) => {
-                    self.walk(&map_entry.key, depth);
-                    self.walk(&map_entry.value, depth);
-                }
-            }
-        }
+        children(expr, &mut |child| self.walk(child, depth));
     }
 }
 

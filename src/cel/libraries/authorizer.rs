@@ -418,5 +418,5 @@ fn visit_calls(expr: &IdedExpr, f: &mut dyn FnMut(&str, &IdedExpr)) {
     {
         f(&call.func_name, target);
     }
-    crate::cel::comprehensions::children(expr, &mut |child| visit_calls(child, f));
+    crate::cel::program::children(expr, &mut |child| visit_calls(child, f));
 }
