@@ -46,6 +46,8 @@ pub struct Libraries {
     /// Kubernetes' `isSorted`, `sum`, `min`, `max`, `includes` (see
     /// [`libraries::lists`]).
     pub list_functions: bool,
+    /// cel-go's sets extension (see [`libraries::lists`]).
+    pub sets: bool,
     /// Kubernetes' IP and CIDR libraries (see [`libraries::ip`]).
     pub ip: bool,
     /// Kyverno's `imagedata` library (`image.GetMetadata`, see
@@ -109,6 +111,7 @@ impl Libraries {
                 libraries.user |= word == "parseServiceAccount";
                 libraries.quantity |= matches!(word, "quantity" | "isQuantity");
                 libraries.semver |= matches!(word, "semver" | "isSemver");
+                libraries.sets |= word == "sets";
                 libraries.list_functions |=
                     matches!(word, "isSorted" | "sum" | "min" | "max" | "includes");
                 libraries.ip |= matches!(word, "ip" | "isIP" | "cidr" | "isCIDR");
@@ -280,6 +283,9 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     }
     if libraries.list_functions {
         libraries::lists::register(&mut env);
+    }
+    if libraries.sets {
+        libraries::lists::register_sets(&mut env);
     }
     if libraries.ip {
         libraries::ip::register(&mut env);

@@ -3,14 +3,64 @@
 //! `min()`, `max()` on a list, and `includes(x)`. Elements compare as CEL
 //! compares them (numbers across int, uint and double; strings, bools,
 //! bytes); `sum` adds ints, uints or doubles, one kind per list, and is 0 on
-//! an empty list; `min` and `max` fail on an empty list.
+//! an empty list; `min` and `max` fail on an empty list. Also cel-go's sets
+//! extension, which Kubernetes enables: `sets.contains(a, b)` (every element
+//! of `b` is in `a`), `sets.equivalent(a, b)` (both ways) and
+//! `sets.intersects(a, b)` (some element is in both), elements compared with
+//! CEL's `==`.
 
 use std::cmp::Ordering;
 
 use ::cel::common::value::CowVal;
 use ::cel::{Env, ExecutionError, Value};
 
-use super::{Function, boolean, dyn_type, error, list_type, member, owned};
+use super::{Function, boolean, dyn_type, error, global, list_type, member, owned};
+
+/// Declares cel-go's sets extension.
+pub fn register_sets(env: &mut Env) {
+    let functions: [(&str, Function); 3] = [
+        ("sets.contains", sets_contains),
+        ("sets.equivalent", sets_equivalent),
+        ("sets.intersects", sets_intersects),
+    ];
+    for (name, op) in functions {
+        global(
+            env,
+            name,
+            &format!("{name}_list_list"),
+            vec![list_type(), list_type()],
+            op,
+        );
+    }
+}
+
+/// The two lists a sets function compares.
+fn two_lists(
+    args: &[CowVal<'_, '_>],
+    function: &str,
+) -> Result<(Vec<Value>, Vec<Value>), ExecutionError> {
+    Ok((items_at(args, 0, function)?, items_at(args, 1, function)?))
+}
+
+/// Whether every element of `b` is one of `a`.
+fn contains_all(a: &[Value], b: &[Value]) -> bool {
+    b.iter().all(|x| a.contains(x))
+}
+
+fn sets_contains<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let (a, b) = two_lists(&args, "sets.contains")?;
+    boolean(contains_all(&a, &b))
+}
+
+fn sets_equivalent<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let (a, b) = two_lists(&args, "sets.equivalent")?;
+    boolean(contains_all(&a, &b) && contains_all(&b, &a))
+}
+
+fn sets_intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let (a, b) = two_lists(&args, "sets.intersects")?;
+    boolean(b.iter().any(|x| a.contains(x)))
+}
 
 /// Declares the library.
 pub fn register(env: &mut Env) {
@@ -34,8 +84,17 @@ pub fn register(env: &mut Env) {
 }
 
 fn items(args: &[CowVal<'_, '_>], function: &str) -> Result<Vec<Value>, ExecutionError> {
+    items_at(args, 0, function)
+}
+
+/// The elements of argument `index`, which must be a list.
+fn items_at(
+    args: &[CowVal<'_, '_>],
+    index: usize,
+    function: &str,
+) -> Result<Vec<Value>, ExecutionError> {
     let list = args
-        .first()
+        .get(index)
         .ok_or_else(|| error(function, "called without a list"))?;
     match Value::try_from(list.as_ref())? {
         Value::List(items) => Ok(items.as_ref().clone()),
@@ -178,6 +237,37 @@ mod tests {
             ("[[1], [2]].includes([2])", b(true)),
             ("[1, 2, 2, 3].indexOf(2)", i(1)),
             ("['a', 'b', 'b', 'c'].lastIndexOf('b')", i(2)),
+        ]);
+    }
+
+    /// cel-go's sets extension tests (ext/sets_test.go), a sample.
+    #[test]
+    fn sets_work_as_in_cel_go() {
+        table(&[
+            ("sets.contains([], [])", b(true)),
+            ("sets.contains([1], [])", b(true)),
+            ("sets.contains([1], [1])", b(true)),
+            ("sets.contains([1], [1, 1])", b(true)),
+            ("sets.contains([1, 1], [1])", b(true)),
+            ("sets.contains([2, 1], [1])", b(true)),
+            ("sets.contains([1], [2])", b(false)),
+            ("sets.contains([1, 2], [2, 3])", b(false)),
+            ("sets.contains([1], [1.0, 1u])", b(true)),
+            ("sets.contains([[1], [2, 3]], [[2, 3]])", b(true)),
+            ("sets.contains(['hello'], ['hello', 'world'])", b(false)),
+            ("sets.equivalent([], [])", b(true)),
+            ("sets.equivalent([1], [1, 1])", b(true)),
+            ("sets.equivalent([1, 2], [2, 1, 1])", b(true)),
+            ("sets.equivalent([1, 2, 3], [3u, 2.0, 1])", b(true)),
+            ("sets.equivalent([1], [2])", b(false)),
+            ("sets.equivalent([1, 2], [1])", b(false)),
+            ("sets.intersects([1], [1])", b(true)),
+            ("sets.intersects([1], [1, 1])", b(true)),
+            ("sets.intersects([2, 1], [1])", b(true)),
+            ("sets.intersects([1], [1.0, 2])", b(true)),
+            ("sets.intersects([], [])", b(false)),
+            ("sets.intersects([1], [])", b(false)),
+            ("sets.intersects([1], [2])", b(false)),
         ]);
     }
 }
