@@ -325,3 +325,7 @@ run_case() {
 @test "cel_authorizer_can_i_error: authorizer through kubernetes/can_i with the API server unreachable (recorded by kwctl): the decision errored, allowed() is false" {
   run_case cel_authorizer_can_i_error
 }
+
+@test "cel_mutate_existing_bound_pod: mutateExisting with the Pod being bound as its target: the Pod read whole, seen on node-1; the zone it gets rides on the Binding" {
+  run_case cel_mutate_existing_bound_pod
+}

@@ -226,7 +226,7 @@ impl<'a> Pipeline<'a> {
                 let object = self
                     .request
                     .raw("object")
-                    .and_then(|o| serde_json::from_str::<Value>(o.get()).ok())
+                    .and_then(|o| serde_json::from_slice::<Value>(o.get().as_bytes()).ok())
                     .filter(Value::is_object)?;
                 outcome.object = Some(Object::Whole(object));
             }
@@ -272,10 +272,12 @@ impl<'a> Pipeline<'a> {
             Ok(CelResult::Mutated {
                 object: mutated,
                 audit,
+                warnings,
             }) => {
-                let committed = commit(object, mutated).map_err(failed)?;
+                let (changed, mut committed) = commit(object, mutated).map_err(failed)?;
                 outcome.audit_annotations.extend(audit);
-                Ok(committed)
+                committed.extend(warnings);
+                Ok((changed, committed))
             }
             Err(why) => Err(failed(why)),
         }

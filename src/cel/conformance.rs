@@ -279,7 +279,7 @@ fn mistakes_are_refused_at_load_with_the_path() {
     let msg = with(json!({"matchConstraints": binding_rules(), "mutations": [],
         "evaluation": {"mutateExisting": {"enabled": true}}}));
     assert!(
-        msg.starts_with("settings.spec.evaluation.mutateExisting.enabled"),
+        msg.starts_with("settings.spec.targetMatchConstraints: required"),
         "{msg}"
     );
     let msg = with(json!({"matchConstraints": binding_rules(), "mutationz": []}));

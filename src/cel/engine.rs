@@ -15,7 +15,7 @@ use super::autogen::{template_pointer, template_view, write_back};
 use super::evaluation::Evaluation;
 use super::matching::{self, RequestInfo};
 use super::values::{from_json, to_json};
-use super::{CelPolicy, apply};
+use super::{CelPolicy, apply, bound_pod};
 use crate::admission::AdmissionRequest;
 use crate::cluster::CachedCluster;
 use crate::kyverno::resources::ResourceKind;
@@ -43,7 +43,7 @@ impl CelRequest<'_> {
                 if !with_objects && (name == "object" || name == "oldObject") {
                     continue;
                 }
-                if let Ok(value) = serde_json::from_str::<Value>(value.get()) {
+                if let Ok(value) = serde_json::from_slice::<Value>(value.get().as_bytes()) {
                     fields.insert(name.to_string(), value);
                 }
             }
@@ -61,7 +61,7 @@ impl CelRequest<'_> {
             .get_or_init(|| {
                 self.admission
                     .raw("oldObject")
-                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                    .and_then(|raw| serde_json::from_slice::<Value>(raw.get().as_bytes()).ok())
                     .map(|old| from_json(&old))
                     .unwrap_or(CelValue::Null)
             })
@@ -77,6 +77,9 @@ pub enum CelResult {
     Mutated {
         object: Value,
         audit: Vec<(String, String)>,
+        /// What the policy could not do and let pass (the Pod being bound
+        /// left as it is).
+        warnings: Vec<String>,
     },
 }
 
@@ -131,45 +134,31 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
             return Ok(CelResult::Skipped);
         }
     }
-    // Kyverno checks exceptions first: one that holds exempts the request,
-    // unless it only lists images or values for the policy to read.
-    let mut allowed_images = Vec::new();
-    let mut allowed_values = Vec::new();
-    for exception in &policy.exceptions {
-        if evaluation.exception_holds(exception)? {
-            let spec = &exception.spec;
-            if spec.images.is_empty() && spec.allowed_values.is_empty() {
-                return Ok(CelResult::Skipped);
-            }
-            allowed_images.extend(spec.images.iter().cloned());
-            allowed_values.extend(spec.allowed_values.iter().cloned());
-        }
-    }
-    if policy.kind.is_kyverno() {
-        evaluation.exceptions = Some(json!({
-            "allowedImages": allowed_images, "allowedValues": allowed_values,
-        }));
+    // Kyverno checks a target's exceptions over the target (`bound_pod`).
+    if !policy.bound_pod && !check_exceptions(policy, &mut evaluation)? {
+        return Ok(CelResult::Skipped);
     }
     // Paths in the settings are for messages: made only when one is needed.
     for (i, condition) in policy.spec.match_conditions.iter().enumerate() {
         let at = || format!("{}.spec.matchConditions[{i}]", policy.at);
-        let value = match evaluation.evaluate(&condition.expression, at)? {
-            Evaluated::Json(Value::Bool(b)) => CelValue::Bool(b),
-            // Anything else is reported as the crate types it.
-            Evaluated::Json(_) => evaluation.evaluate_with_crate(&condition.expression, at)?,
-            Evaluated::Cel(value) => value,
-        };
-        match value {
-            CelValue::Bool(true) => {}
-            CelValue::Bool(false) => return Ok(CelResult::Skipped),
-            other => {
-                return Err(format!(
-                    "matchConditions[{i}] ({:?}): gives {}, not a bool",
-                    condition.name,
-                    other.type_of()
-                ));
-            }
+        if !condition_holds(&mut evaluation, &condition.expression, at)
+            .map_err(|why| format!("matchConditions[{i}] ({:?}): {why}", condition.name))?
+        {
+            return Ok(CelResult::Skipped);
         }
+    }
+    // Kyverno's webhook leaves a policy with targetMatchConstraints to its
+    // background controller: only the Pod being bound is mutated.
+    if policy.bound_pod {
+        let target = bound_pod::read_target(request);
+        let binding = evaluation.take_object();
+        let mut warnings = Vec::new();
+        let object = bound_pod::mutate_target(policy, request, target, binding, &mut warnings);
+        return Ok(CelResult::Mutated {
+            object,
+            audit: Vec::new(),
+            warnings,
+        });
     }
     // Kyverno's auditAnnotations, over the object as received: a string
     // is written, null leaves the key out, anything else is an error.
@@ -192,8 +181,76 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
             audit.push((format!("{}/{}", policy.name, annotation.key), value));
         }
     }
+    let current = mutate(policy, &mut evaluation)?;
+    let mutated = match template {
+        Some(pointer) => {
+            let mut whole = object.clone();
+            write_back(&mut whole, pointer, current);
+            whole
+        }
+        None => current,
+    };
+    Ok(CelResult::Mutated {
+        object: mutated,
+        audit,
+        warnings: Vec::new(),
+    })
+}
+
+/// Kyverno checks exceptions first: `false` where one that holds exempts
+/// the object; one that only lists images or values hands them to the
+/// policy (`exceptions`).
+pub(super) fn check_exceptions<'a>(
+    policy: &'a CelPolicy,
+    evaluation: &mut Evaluation<'a>,
+) -> Result<bool, String> {
+    let mut allowed_images = Vec::new();
+    let mut allowed_values = Vec::new();
+    for exception in &policy.exceptions {
+        if evaluation.exception_holds(exception)? {
+            let spec = &exception.spec;
+            if spec.images.is_empty() && spec.allowed_values.is_empty() {
+                return Ok(false);
+            }
+            allowed_images.extend(spec.images.iter().cloned());
+            allowed_values.extend(spec.allowed_values.iter().cloned());
+        }
+    }
+    if policy.kind.is_kyverno() {
+        evaluation.exceptions = Some(json!({
+            "allowedImages": allowed_images, "allowedValues": allowed_values,
+        }));
+    }
+    Ok(true)
+}
+
+/// Whether a condition holds; `Err` for an error or a value that is not a
+/// bool (named as the crate types it).
+pub(super) fn condition_holds<'a>(
+    evaluation: &mut Evaluation<'a>,
+    source: &'a str,
+    at: impl Fn() -> String + Copy,
+) -> Result<bool, String> {
+    let value = match evaluation.evaluate(source, at)? {
+        Evaluated::Json(Value::Bool(b)) => CelValue::Bool(b),
+        Evaluated::Json(_) => evaluation.evaluate_with_crate(source, at)?,
+        Evaluated::Cel(value) => value,
+    };
+    match value {
+        CelValue::Bool(b) => Ok(b),
+        other => Err(format!("gives {}, not a bool", other.type_of())),
+    }
+}
+
+/// Runs the policy's mutations in order over the evaluation's object, each
+/// over the object as the one before left it; gives the object at the end.
+pub(super) fn mutate<'a>(
+    policy: &'a CelPolicy,
+    evaluation: &mut Evaluation<'a>,
+) -> Result<Value, String> {
     let schema = apply::has_schema(
-        object
+        evaluation
+            .object()
             .get("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or_default(),
@@ -236,19 +293,7 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
         // Later expressions see the object as this mutation left it.
         evaluation.set_object(current, i + 1 < policy.spec.mutations.len())?;
     }
-    let current = evaluation.take_object();
-    let mutated = match template {
-        Some(pointer) => {
-            let mut whole = object.clone();
-            write_back(&mut whole, pointer, current);
-            whole
-        }
-        None => current,
-    };
-    Ok(CelResult::Mutated {
-        object: mutated,
-        audit,
-    })
+    Ok(evaluation.take_object())
 }
 
 /// An evaluation error in words: a library function's own message, after

@@ -148,6 +148,11 @@ impl<'a> Evaluation<'a> {
             .ok_or_else(|| "no CEL context".to_string())
     }
 
+    /// The object as the evaluation sees it now.
+    pub(super) fn object(&self) -> &Value {
+        &self.object
+    }
+
     /// The object, leaving null in its place: see [`Evaluation::set_object`].
     pub(super) fn take_object(&mut self) -> Value {
         let object = std::mem::replace(&mut self.object, Rc::new(Value::Null));
@@ -544,7 +549,7 @@ impl direct::Names for Evaluation<'_> {
                 .request
                 .admission
                 .raw("oldObject")
-                .map(|raw| serde_json::from_str(raw.get()).ok())
+                .map(|raw| serde_json::from_slice(raw.get().as_bytes()).ok())
                 .unwrap_or(Some(Value::Null)),
             "params" => Some(self.policy.params.clone().unwrap_or(Value::Null)),
             "namespaceObject" => self.namespace().ok(),

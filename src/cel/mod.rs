@@ -13,6 +13,7 @@ use crate::settings::{AUTOGEN_DEFAULT, Checks, FailurePolicy};
 
 pub mod apply;
 mod autogen;
+mod bound_pod;
 mod comprehensions;
 #[cfg(test)]
 mod conformance;
@@ -71,6 +72,8 @@ pub struct CelPolicy {
     pub autogen: Vec<String>,
     /// The `PolicyException`s beside it in the settings that name it.
     pub exceptions: Vec<exception::CelException>,
+    /// `evaluation.mutateExisting` on the Pod being bound (`bound_pod`).
+    pub bound_pod: bool,
     /// What the `cel` crate's environment needs, read from the expressions'
     /// text the first time it is built: policies the direct evaluator runs
     /// whole never need it (see `direct`).
@@ -212,7 +215,7 @@ impl CelPolicy {
                     "targetMatchConstraints",
                 ),
                 (
-                    spec.target_match_conditions.is_some(),
+                    !spec.target_match_conditions.is_empty(),
                     "targetMatchConditions",
                 ),
                 (spec.webhook_configuration.is_some(), "webhookConfiguration"),
@@ -255,6 +258,11 @@ impl CelPolicy {
                 "{spec_at}.matchConstraints: required: it says which requests the policy mutates"
             ));
         };
+        if constraints.expression.is_some() {
+            return Err(format!(
+                "{spec_at}.matchConstraints.expression: unknown field (an expression names targets in targetMatchConstraints)"
+            ));
+        }
         if constraints.resource_rules.is_empty() {
             return Err(format!(
                 "{spec_at}.matchConstraints.resourceRules: required: with none, the policy matches nothing"
@@ -298,17 +306,7 @@ impl CelPolicy {
                 "{spec_at}.reinvocationPolicy: {policy:?}: expected Never or IfNeeded"
             ));
         }
-        if spec
-            .evaluation
-            .as_ref()
-            .and_then(|e| e.mutate_existing.as_ref())
-            .and_then(|m| m.enabled)
-            == Some(true)
-        {
-            return Err(format!(
-                "{spec_at}.evaluation.mutateExisting.enabled: mutating existing resources is not supported by this version: an admission policy can change only the object it is asked about"
-            ));
-        }
+        let bound_pod = bound_pod::check(&spec, &spec_at)?;
         let mut autogen = Vec::new();
         let named = spec
             .autogen
@@ -376,6 +374,7 @@ impl CelPolicy {
             namespace,
             autogen,
             exceptions: Vec::new(),
+            bound_pod,
             derived: OnceCell::new(),
         };
         if checks == Checks::Full {
@@ -464,6 +463,18 @@ impl CelPolicy {
                 annotation.value_expression.as_str(),
             ));
         }
+        if let Some(expression) = self.target_expression() {
+            all.push((
+                format!("{spec_at}.targetMatchConstraints.expression"),
+                expression,
+            ));
+        }
+        for (i, condition) in self.spec.target_match_conditions.iter().enumerate() {
+            all.push((
+                format!("{spec_at}.targetMatchConditions[{i}].expression"),
+                condition.expression.as_str(),
+            ));
+        }
         all
     }
 
@@ -483,10 +494,19 @@ impl CelPolicy {
             .audit_annotations
             .iter()
             .map(|a| &a.value_expression);
+        let target = self.target_expression().into_iter();
+        let target_conditions = self
+            .spec
+            .target_match_conditions
+            .iter()
+            .map(|c| c.expression.as_str());
         conditions
-            .chain(variables)
-            .chain(mutations)
-            .chain(audit)
+            .map(String::as_str)
+            .chain(variables.map(String::as_str))
+            .chain(mutations.map(String::as_str))
+            .chain(audit.map(String::as_str))
+            .chain(target)
+            .chain(target_conditions)
             .enumerate()
             .map(move |(i, source)| {
                 let at = move || {
@@ -496,8 +516,16 @@ impl CelPolicy {
                         .map(|(at, _)| at)
                         .unwrap_or_default()
                 };
-                (at, source.as_str())
+                (at, source)
             })
+    }
+
+    /// `targetMatchConstraints.expression`, where given.
+    pub fn target_expression(&self) -> Option<&str> {
+        self.spec
+            .target_match_constraints
+            .as_ref()
+            .and_then(|t| t.expression.as_deref())
     }
 
     /// Parses every expression; refuses what cannot run here.

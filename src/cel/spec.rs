@@ -40,10 +40,14 @@ pub struct CelSpec {
     /// into the answer's audit annotations as `<policy>/<key>`.
     #[serde(default)]
     pub audit_annotations: Vec<AuditAnnotation>,
+    /// With `evaluation.mutateExisting`: which existing objects the
+    /// mutations change (see `cel::bound_pod`).
     #[serde(default)]
-    pub target_match_constraints: Option<IgnoredAny>,
+    pub target_match_constraints: Option<MatchResources>,
+    /// With `evaluation.mutateExisting`: the conditions a target must meet,
+    /// evaluated with `object` the target.
     #[serde(default)]
-    pub target_match_conditions: Option<IgnoredAny>,
+    pub target_match_conditions: Vec<NamedExpression>,
     /// Kyverno's own webhook's timeout: the ClusterAdmissionPolicy's
     /// `timeoutSeconds` is what bounds this one.
     #[serde(default)]
@@ -71,6 +75,11 @@ pub struct MatchResources {
     /// `Exact` or `Equivalent` (the default).
     #[serde(default)]
     pub match_policy: Option<String>,
+    /// Kyverno's `targetMatchConstraints` only: the expression naming the
+    /// targets. One type for both keeps the module small; `matchConstraints`
+    /// refuses it at load as the unknown field it is there.
+    #[serde(default)]
+    pub expression: Option<String>,
 }
 
 /// Kubernetes' `NamedRuleWithOperations`.

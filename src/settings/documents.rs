@@ -235,10 +235,12 @@ fn read_spec<T: DeserializeOwned + Default>(
     let Some(spec) = spec else {
         return Err(format!("{at}.spec: a pasted policy needs its spec"));
     };
-    if let Ok(read) = serde_json::from_str::<T>(spec.get()) {
+    // From bytes, as `settings::parse` reads: one reader type means one copy
+    // of each schema's deserializer in the module.
+    if let Ok(read) = serde_json::from_slice::<T>(spec.get().as_bytes()) {
         return Ok(read);
     }
-    let mut de = serde_json::Deserializer::from_str(spec.get());
+    let mut de = serde_json::Deserializer::from_slice(spec.get().as_bytes());
     serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|err| {
         let path = err.path().to_string();
         let inner = super::without_position(&err.into_inner());

@@ -1,0 +1,495 @@
+//! Kyverno's `evaluation.mutateExisting`, honoured for the one existing
+//! object an admission can reach: the Pod a `pods/binding` request binds.
+//!
+//! Kyverno's webhook does not run a policy with `targetMatchConstraints`
+//! over the request; its background controller runs it over each target
+//! the constraints name, once the request's `matchConditions` hold, with
+//! `object` the target, its exceptions checked over the target and
+//! `targetMatchConditions` in place of `matchConditions`. Here that run
+//! happens at the binding: the Pod
+//! is read through the host as `targetMatchConstraints.expression` names it,
+//! seen as it will be once bound (`spec.nodeName` set and the Binding's
+//! annotations copied, as the API server does), and what the mutations
+//! change in its labels and annotations rides on the Binding, which the API
+//! server copies onto the Pod. A failure in Kyverno's background run leaves
+//! the admission alone; so here a target that cannot be mutated this way is
+//! a warning, and the Binding goes on unchanged.
+
+use std::fmt::Display;
+
+use serde_json::{Map, Value};
+
+use super::CelPolicy;
+use super::engine::{CelRequest, check_exceptions, condition_holds, mutate};
+use super::evaluation::Evaluation;
+use super::matching;
+use super::spec::{CelSpec, MatchResources};
+use crate::cluster::Read;
+
+const HONOURED: &str = "the one target an admission can reach is the Pod being bound: match only pods/binding, and name the Pod with targetMatchConstraints.expression: resource.get(\"v1\", \"pods\", object.metadata.namespace, object.metadata.name)";
+
+/// Whether a target expression names the Pod being bound (spaces and quote
+/// style aside): over a Binding, `object.metadata` and `request` carry the
+/// Pod's name and namespace.
+fn names_bound_pod(expression: &str) -> bool {
+    let compact: String = expression
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .map(|c| if c == '\'' { '"' } else { c })
+        .collect();
+    let Some(arguments) = compact
+        .strip_prefix("resource.get(")
+        .or_else(|| compact.strip_prefix("resource.Get("))
+        .and_then(|rest| rest.strip_suffix(')'))
+    else {
+        return false;
+    };
+    let Some((namespace, name)) = arguments
+        .strip_prefix("\"v1\",\"pods\",")
+        .and_then(|rest| rest.split_once(','))
+    else {
+        return false;
+    };
+    matches!(namespace, "object.metadata.namespace" | "request.namespace")
+        && matches!(name, "object.metadata.name" | "request.name")
+}
+
+/// Whether the policy mutates the Pod being bound; refuses any other
+/// `mutateExisting`, naming the field.
+#[inline(never)]
+pub(super) fn check(spec: &CelSpec, spec_at: &dyn Display) -> Result<bool, String> {
+    let enabled = spec
+        .evaluation
+        .as_ref()
+        .and_then(|e| e.mutate_existing.as_ref())
+        .and_then(|m| m.enabled);
+    if enabled != Some(true) {
+        return Ok(false);
+    }
+    let binding_only = spec.match_constraints.as_ref().is_some_and(|c| {
+        !c.resource_rules.is_empty()
+            && c.resource_rules.iter().all(|rule| {
+                !rule.resources.is_empty() && rule.resources.iter().all(|r| r == "pods/binding")
+            })
+    });
+    if !binding_only {
+        return Err(format!(
+            "{spec_at}.evaluation.mutateExisting.enabled: {HONOURED}; other existing objects are mutated by Kyverno's background controller, which a Kubewarden policy has no counterpart of"
+        ));
+    }
+    let Some(target) = &spec.target_match_constraints else {
+        return Err(format!(
+            "{spec_at}.targetMatchConstraints: required with mutateExisting: without it the targets are every existing object the match constraints select; {HONOURED}"
+        ));
+    };
+    match &target.expression {
+        Some(expression) if names_bound_pod(expression) => {}
+        Some(expression) => {
+            return Err(format!(
+                "{spec_at}.targetMatchConstraints.expression: {expression:?}: {HONOURED}"
+            ));
+        }
+        None => {
+            return Err(format!(
+                "{spec_at}.targetMatchConstraints.expression: required: without it the targets are every Pod the resource rules select; {HONOURED}"
+            ));
+        }
+    }
+    for (i, rule) in target.resource_rules.iter().enumerate() {
+        let pods = rule.resources.iter().all(|r| r == "pods")
+            && rule.api_groups.iter().all(|g| g.is_empty() || g == "*");
+        if !pods {
+            return Err(format!(
+                "{spec_at}.targetMatchConstraints.resourceRules[{i}]: the target is the Pod being bound: core pods only"
+            ));
+        }
+    }
+    if !target.exclude_resource_rules.is_empty() {
+        return Err(format!(
+            "{spec_at}.targetMatchConstraints.excludeResourceRules: not supported: the target is the one Pod being bound"
+        ));
+    }
+    Ok(true)
+}
+
+/// The Pod being bound, read whole through the host. The load-time check
+/// made sure the target expression names it, so it is read here directly:
+/// the policy's field masks are worked out for its other reads, and the
+/// Pod is the object of the mutations, read whole.
+pub(super) fn read_target(request: &CelRequest) -> Result<Value, String> {
+    let (namespace, name) = (&request.info.namespace, &request.info.name);
+    request
+        .cluster
+        .read_json(&Read::Get {
+            api_version: "v1".to_string(),
+            kind: "Pod".to_string(),
+            namespace: Some(namespace.clone()),
+            name: name.clone(),
+            field_masks: Vec::new(),
+        })
+        .map_err(|why| format!("cannot read Pod {namespace}/{name}: {why}"))
+        .and_then(|pod| {
+            if pod.is_object() {
+                Ok(pod)
+            } else {
+                Err(format!("reading Pod {namespace}/{name} gave {pod}"))
+            }
+        })
+}
+
+/// The Binding with what the policy changes in the Pod's labels and
+/// annotations; where it cannot, the Binding as it was and a warning.
+pub(super) fn mutate_target(
+    policy: &CelPolicy,
+    request: &CelRequest,
+    target: Result<Value, String>,
+    binding: Value,
+    warnings: &mut Vec<String>,
+) -> Value {
+    let mutated = target.and_then(|pod| {
+        let pod = as_bound(pod, &binding);
+        run_on_target(policy, request, &pod)
+            .and_then(|after| after.map(|after| carry(&binding, &pod, &after)).transpose())
+    });
+    match mutated {
+        Ok(Some(mutated)) => mutated,
+        Ok(None) => binding,
+        Err(why) => {
+            warnings.push(format!(
+                "{} {:?}: the Pod being bound is left as it is (mutateExisting): {why}",
+                policy.kind.name(),
+                policy.name
+            ));
+            binding
+        }
+    }
+}
+
+/// The Pod as Kyverno's background controller would read it once bound.
+fn as_bound(mut pod: Value, binding: &Value) -> Value {
+    if let Some(node) = binding.pointer("/target/name")
+        && let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut)
+    {
+        spec.insert("nodeName".to_string(), node.clone());
+    }
+    if let Some(annotations) = binding
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        && !annotations.is_empty()
+        && let Some(own) = metadata_map(&mut pod, "annotations")
+    {
+        own.extend(annotations.clone());
+    }
+    pod
+}
+
+/// The policy's second run, over the Pod: `None` where the target
+/// constraints or conditions leave it out.
+fn run_on_target(
+    policy: &CelPolicy,
+    request: &CelRequest,
+    pod: &Value,
+) -> Result<Option<Value>, String> {
+    let unconstrained = MatchResources::default();
+    let constraints = policy
+        .spec
+        .target_match_constraints
+        .as_ref()
+        .unwrap_or(&unconstrained);
+    if !matching::object_selected(constraints, Some(pod)) {
+        return Ok(None);
+    }
+    let mut evaluation = Evaluation::new(policy, request, pod.clone());
+    if constraints.namespace_selector.is_some() && !request.info.namespace.is_empty() {
+        let namespace = evaluation.namespace()?;
+        if !matching::namespace_selected(constraints, Some(&namespace)) {
+            return Ok(None);
+        }
+    }
+    if !check_exceptions(policy, &mut evaluation)? {
+        return Ok(None);
+    }
+    for (i, condition) in policy.spec.target_match_conditions.iter().enumerate() {
+        let at = || format!("{}.spec.targetMatchConditions[{i}]", policy.at);
+        if !condition_holds(&mut evaluation, &condition.expression, at)
+            .map_err(|why| format!("targetMatchConditions[{i}] ({:?}): {why}", condition.name))?
+        {
+            return Ok(None);
+        }
+    }
+    mutate(policy, &mut evaluation).map(Some)
+}
+
+/// The Binding with the Pod's new or changed labels and annotations; what
+/// a Binding cannot carry (a removal, a change elsewhere) is an error.
+fn carry(binding: &Value, before: &Value, after: &Value) -> Result<Value, String> {
+    let without_metadata_maps = |pod: &Value| {
+        let mut pod = pod.clone();
+        if let Some(metadata) = pod.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.remove("labels");
+            metadata.remove("annotations");
+        }
+        pod
+    };
+    if without_metadata_maps(before) != without_metadata_maps(after) {
+        return Err("the mutations change more than the Pod's metadata.labels and metadata.annotations, and a Binding carries only those".to_string());
+    }
+    let mut binding = binding.clone();
+    for key in ["labels", "annotations"] {
+        let field = |pod: &'_ Value| {
+            pod.get("metadata")
+                .and_then(|m| m.get(key))
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (old, new) = (field(before), field(after));
+        if let Some(gone) = old.keys().find(|k| !new.contains_key(*k)) {
+            return Err(format!(
+                "the mutations remove the Pod's {key} {gone:?}, and a Binding can only add or change them"
+            ));
+        }
+        for (name, value) in new {
+            if old.get(&name) != Some(&value) {
+                let Some(own) = metadata_map(&mut binding, key) else {
+                    return Err(format!("the Binding's metadata.{key} is not a map"));
+                };
+                own.insert(name, value);
+            }
+        }
+    }
+    Ok(binding)
+}
+
+/// `metadata.<key>` of an object as a map, made where missing or null.
+fn metadata_map<'v>(object: &'v mut Value, key: &str) -> Option<&'v mut Map<String, Value>> {
+    let metadata = object
+        .as_object_mut()?
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if metadata.is_null() {
+        *metadata = Value::Object(Map::new());
+    }
+    let field = metadata
+        .as_object_mut()?
+        .entry(key)
+        .or_insert_with(|| Value::Object(Map::new()));
+    if field.is_null() {
+        *field = Value::Object(Map::new());
+    }
+    field.as_object_mut()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::names_bound_pod;
+    use crate::kyverno::conformance::{Table, annotations, get, refused, request, run_on};
+
+    const THE_BOUND_POD: &str =
+        "resource.get(\"v1\", \"pods\", object.metadata.namespace, object.metadata.name)";
+
+    /// Kyverno's mutate-existing form of the project's job: the Pod being
+    /// bound gets its Node's zone as a label and an annotation.
+    fn zone_onto_the_bound_pod(extra: Value) -> Value {
+        let mut spec = json!({
+            "evaluation": {"mutateExisting": {"enabled": true}},
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["pods/binding"]}]},
+            "targetMatchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}],
+                "expression": THE_BOUND_POD},
+            "variables": [{"name": "zone", "expression":
+                "resource.get('v1', 'nodes', '', object.spec.nodeName).metadata.labels['topology.kubernetes.io/zone']"}],
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                "Object{metadata: Object.metadata{labels: {'zone': variables.zone}, annotations: {'zone': variables.zone}}}"}}]
+        });
+        for (key, value) in extra.as_object().into_iter().flatten() {
+            spec[key] = value.clone();
+        }
+        json!({"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy",
+            "metadata": {"name": "zone-on-bound-pod"}, "spec": spec})
+    }
+
+    fn cluster_with_the_pod(labels: Value) -> Table {
+        Table::cluster().with(
+            get("v1", "Pod", Some("default"), "busybox"),
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "busybox", "namespace": "default", "labels": labels},
+                "spec": {"containers": [{"name": "busybox", "image": "busybox"}]}}),
+        )
+    }
+
+    #[test]
+    fn the_pods_new_metadata_rides_on_the_binding() {
+        let table = cluster_with_the_pod(json!({"app": "web"}));
+        let response = run_on(
+            request("binding.json"),
+            zone_onto_the_bound_pod(json!({})),
+            &table,
+        );
+        assert!(response.accepted, "{:?}", response.message);
+        assert_eq!(
+            annotations(&response),
+            json!({"zone": "us-east-2a"}),
+            "{:?} {:?}",
+            response.warnings,
+            table.reads()
+        );
+        let labels = response
+            .mutated_object
+            .as_ref()
+            .and_then(|b| b.pointer("/metadata/labels"))
+            .cloned();
+        // Only what the mutation changed: the Pod's own label stays off
+        // the Binding.
+        assert_eq!(labels, Some(json!({"zone": "us-east-2a"})));
+        // The Pod, then its Node (named by the binding's target).
+        let kinds: Vec<String> = table
+            .reads()
+            .iter()
+            .map(|read| format!("{read:?}"))
+            .collect();
+        assert_eq!(kinds.len(), 2, "{kinds:?}");
+        assert!(
+            kinds[0].contains("Pod") && kinds[1].contains("node-1"),
+            "{kinds:?}"
+        );
+    }
+
+    #[test]
+    fn target_conditions_and_selectors_see_the_pod() {
+        let conditions = json!({"targetMatchConditions": [{"name": "web only",
+            "expression": "object.metadata.labels.app == 'web'"}]});
+        let table = cluster_with_the_pod(json!({"app": "db"}));
+        let response = run_on(
+            request("binding.json"),
+            zone_onto_the_bound_pod(conditions),
+            &table,
+        );
+        assert!(response.accepted && response.mutated_object.is_none());
+        let selector = json!({"targetMatchConstraints": {"expression": THE_BOUND_POD,
+            "objectSelector": {"matchLabels": {"app": "web"}}}});
+        let table = cluster_with_the_pod(json!({"app": "web"}));
+        let response = run_on(
+            request("binding.json"),
+            zone_onto_the_bound_pod(selector.clone()),
+            &table,
+        );
+        assert_eq!(annotations(&response), json!({"zone": "us-east-2a"}));
+        let table = cluster_with_the_pod(json!({"app": "db"}));
+        let response = run_on(
+            request("binding.json"),
+            zone_onto_the_bound_pod(selector),
+            &table,
+        );
+        assert!(response.accepted && response.mutated_object.is_none());
+        // The request's matchConditions gate everything, before any read.
+        let gate = json!({"matchConditions": [{"name": "never", "expression": "false"}]});
+        let table = cluster_with_the_pod(json!({}));
+        let response = run_on(
+            request("binding.json"),
+            zone_onto_the_bound_pod(gate),
+            &table,
+        );
+        assert!(response.accepted && response.mutated_object.is_none());
+        assert!(table.reads().is_empty());
+    }
+
+    #[test]
+    fn what_a_binding_cannot_carry_leaves_the_pod_alone_with_a_warning() {
+        let spec_change = json!({"mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression":
+            "[JSONPatch{op: 'add', path: '/spec/priority', value: 1}]"}}]});
+        let removal = json!({"mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression":
+            "[JSONPatch{op: 'remove', path: '/metadata/labels/app'}]"}}]});
+        for (extra, expected) in [
+            (spec_change, "more than the Pod's metadata.labels"),
+            (removal, "remove the Pod's labels \"app\""),
+            (json!({}), "Cannot find"),
+        ] {
+            let table = if expected == "Cannot find" {
+                Table::cluster()
+            } else {
+                cluster_with_the_pod(json!({"app": "web"}))
+            };
+            let response = run_on(
+                request("binding.json"),
+                zone_onto_the_bound_pod(extra),
+                &table,
+            );
+            assert!(response.accepted, "{:?}", response.message);
+            assert!(response.mutated_object.is_none());
+            let warning = response.warnings.unwrap_or_default().join("\n");
+            assert!(
+                warning.contains("the Pod being bound is left as it is")
+                    && warning.contains(expected),
+                "{warning}"
+            );
+        }
+    }
+
+    #[test]
+    fn any_other_mutate_existing_is_refused_naming_the_field() {
+        let mut pods = zone_onto_the_bound_pod(json!({}));
+        pods["spec"]["matchConstraints"]["resourceRules"][0]["resources"] = json!(["pods"]);
+        let msg = refused(pods);
+        assert!(
+            msg.starts_with("settings.spec.evaluation.mutateExisting.enabled: the one target"),
+            "{msg}"
+        );
+        for (extra, field) in [
+            (
+                json!({"targetMatchConstraints": null}),
+                "settings.spec.targetMatchConstraints: required",
+            ),
+            (
+                json!({"targetMatchConstraints": {"resourceRules": []}}),
+                "settings.spec.targetMatchConstraints.expression: required",
+            ),
+            (
+                json!({"targetMatchConstraints": {"expression": "resource.list('v1', 'pods', object.metadata.namespace)"}}),
+                "settings.spec.targetMatchConstraints.expression: \"resource.list",
+            ),
+            (
+                json!({"targetMatchConstraints": {"expression": THE_BOUND_POD,
+                "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]}}),
+                "settings.spec.targetMatchConstraints.resourceRules[0]",
+            ),
+            (
+                json!({"targetMatchConstraints": {"expression": THE_BOUND_POD, "color": 1}}),
+                "settings.spec.targetMatchConstraints.color: unknown field",
+            ),
+            (
+                json!({"targetMatchConditions": [{"name": "c", "expression": "object.("}]}),
+                "settings.spec.targetMatchConditions[0].expression",
+            ),
+            (
+                json!({"matchConstraints": {"expression": THE_BOUND_POD, "resourceRules": []}}),
+                "settings.spec.matchConstraints.expression: unknown field",
+            ),
+        ] {
+            let msg = refused(zone_onto_the_bound_pod(extra));
+            assert!(msg.starts_with(field), "{field}: {msg}");
+        }
+    }
+
+    #[test]
+    fn the_bound_pod_is_named_by_get_over_the_bindings_name() {
+        for expression in [
+            "resource.get(\"v1\", \"pods\", object.metadata.namespace, object.metadata.name)",
+            "resource.Get('v1', 'pods', request.namespace, request.name)",
+            " resource.get(\"v1\",\n \"pods\", object.metadata.namespace, request.name) ",
+        ] {
+            assert!(names_bound_pod(expression), "{expression}");
+        }
+        for expression in [
+            "resource.get(\"v1\", \"pods\", object.metadata.namespace, \"web-0\")",
+            "resource.get(\"v1\", \"configmaps\", object.metadata.namespace, object.metadata.name)",
+            "resource.list(\"v1\", \"pods\", object.metadata.namespace)",
+            "resource.get(\"v1\", \"pods\", object.metadata.namespace, object.metadata.name).x",
+        ] {
+            assert!(!names_bound_pod(expression), "{expression}");
+        }
+    }
+}
