@@ -103,7 +103,7 @@ impl<'a> JsonFields<'a> {
     /// A field decoded as `T`; absent, null or malformed reads as the default.
     pub fn field<T: Default + Deserialize<'a>>(&self, name: &str) -> T {
         self.raw(name)
-            .and_then(|raw| serde_json::from_slice::<Option<T>>(raw.get().as_bytes()).ok())
+            .and_then(|raw| serde_json::from_str::<Option<T>>(raw.get()).ok())
             .flatten()
             .unwrap_or_default()
     }
@@ -202,14 +202,14 @@ fn classify_binding(raw: &RawValue, whole_object: bool) -> Subject<'_> {
     if let Some(object) = (!whole_object).then(|| Object::shallow(raw)).flatten()
         && let Some(target) = object
             .raw("target")
-            .and_then(|t| serde_json::from_slice::<BindingTarget>(t.get().as_bytes()).ok())
+            .and_then(|t| serde_json::from_str::<BindingTarget>(t.get()).ok())
     {
         return match target_node(target.kind.as_deref(), target.name.as_deref()) {
             Ok(node) => Subject::Binding { node, object },
             Err(subject) => subject,
         };
     }
-    let object: Value = match serde_json::from_slice(raw.get().as_bytes()) {
+    let object: Value = match serde_json::from_str(raw.get()) {
         Ok(object) => object,
         Err(e) => return pass_with(format!("the Binding cannot be decoded: {e}")),
     };
@@ -255,7 +255,7 @@ fn target_node(kind: Option<&str>, name: Option<&str>) -> Result<String, Subject
 fn classify_pod(raw: &RawValue, whole_object: bool) -> Subject<'_> {
     // Most Pods are not placed yet: find out from `spec.nodeName` alone
     // before paying for a full decode of the Pod.
-    let node = match serde_json::from_slice::<PodPlacement>(raw.get().as_bytes()) {
+    let node = match serde_json::from_str::<PodPlacement>(raw.get()) {
         Ok(placement) => placement.spec.and_then(|s| s.node_name).unwrap_or_default(),
         Err(e) => return pass_with(format!("the Pod cannot be decoded: {e}")),
     };
@@ -265,7 +265,7 @@ fn classify_pod(raw: &RawValue, whole_object: bool) -> Subject<'_> {
     if let Some(object) = (!whole_object).then(|| Object::shallow(raw)).flatten() {
         return Subject::PlacedPod { node, object };
     }
-    match serde_json::from_slice(raw.get().as_bytes()) {
+    match serde_json::from_str(raw.get()) {
         Ok(object) => Subject::PlacedPod {
             node,
             object: Object::Whole(object),
@@ -279,7 +279,7 @@ mod tests {
     use super::*;
 
     fn classify_json(request: &str) -> Subject<'_> {
-        let request: AdmissionRequest = serde_json::from_slice(request.as_bytes()).unwrap();
+        let request: AdmissionRequest = serde_json::from_str(request).unwrap();
         let subject = classify(&request, false);
         // Decoding the whole object decides the same way.
         let decision = |s: &Subject| match s {

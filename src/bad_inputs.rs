@@ -805,10 +805,10 @@ fn catalog() -> Vec<Case> {
                 warning: "MutatingPolicy \"m\" not applied: variables.node: resource.Get: Cannot find v1/Node named 'node-1'",
             },
             run: || {
-                let settings: Value = serde_json::from_slice(cel_policy(
+                let settings: Value = serde_json::from_str(&cel_policy(
                     "Ignore",
                     "Object{metadata: Object.metadata{annotations: {'zone': variables.node.metadata.labels['topology.kubernetes.io/zone']}}}",
-                ).as_bytes())
+                ))
                 .unwrap();
                 (
                     payload(fixture("binding.json"), settings),

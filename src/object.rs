@@ -41,7 +41,7 @@ impl<'a> Object<'a> {
         if brackets > MAX_SHALLOW_DEPTH && nesting_depth(text) > MAX_SHALLOW_DEPTH {
             return None;
         }
-        let fields: JsonFields<'a> = serde_json::from_slice(text.as_bytes()).ok()?;
+        let fields: JsonFields<'a> = serde_json::from_str(text).ok()?;
         let repeats = fields
             .fields
             .iter()
@@ -54,7 +54,7 @@ impl<'a> Object<'a> {
         if let Some(metadata) = fields.raw("metadata") {
             head.insert(
                 "metadata".to_string(),
-                serde_json::from_slice(metadata.get().as_bytes()).ok()?,
+                serde_json::from_str(metadata.get()).ok()?,
             );
         }
         Some(Object::Shallow {
@@ -107,7 +107,7 @@ fn decode_whole(fields: &JsonFields, head: &mut Value) -> Result<Value, String> 
     let mut map = Map::new();
     for (key, raw) in &fields.fields {
         if key != "metadata" {
-            let value = serde_json::from_slice(raw.get().as_bytes())
+            let value = serde_json::from_str(raw.get())
                 .map_err(|e| format!("the object cannot be decoded: {e}"))?;
             map.insert(key.to_string(), value);
         }
@@ -190,7 +190,7 @@ mod tests {
             out.contains(r#""target":{"name":"n1", "x" : [1, 2.50]}"#),
             "{out}"
         );
-        let value: Value = serde_json::from_slice(out.as_bytes()).unwrap();
+        let value: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(value["metadata"]["annotations"]["a"], "b");
         assert_eq!(value, object.into_value().unwrap());
     }

@@ -226,7 +226,7 @@ impl<'a> Pipeline<'a> {
                 let object = self
                     .request
                     .raw("object")
-                    .and_then(|o| serde_json::from_slice::<Value>(o.get().as_bytes()).ok())
+                    .and_then(|o| serde_json::from_str::<Value>(o.get()).ok())
                     .filter(Value::is_object)?;
                 outcome.object = Some(Object::Whole(object));
             }

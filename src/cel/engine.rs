@@ -43,7 +43,7 @@ impl CelRequest<'_> {
                 if !with_objects && (name == "object" || name == "oldObject") {
                     continue;
                 }
-                if let Ok(value) = serde_json::from_slice::<Value>(value.get().as_bytes()) {
+                if let Ok(value) = serde_json::from_str::<Value>(value.get()) {
                     fields.insert(name.to_string(), value);
                 }
             }
@@ -61,7 +61,7 @@ impl CelRequest<'_> {
             .get_or_init(|| {
                 self.admission
                     .raw("oldObject")
-                    .and_then(|raw| serde_json::from_slice::<Value>(raw.get().as_bytes()).ok())
+                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
                     .map(|old| from_json(&old))
                     .unwrap_or(CelValue::Null)
             })

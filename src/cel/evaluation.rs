@@ -549,7 +549,7 @@ impl direct::Names for Evaluation<'_> {
                 .request
                 .admission
                 .raw("oldObject")
-                .map(|raw| serde_json::from_slice(raw.get().as_bytes()).ok())
+                .map(|raw| serde_json::from_str(raw.get()).ok())
                 .unwrap_or(Some(Value::Null)),
             "params" => Some(self.policy.params.clone().unwrap_or(Value::Null)),
             "namespaceObject" => self.namespace().ok(),

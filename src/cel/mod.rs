@@ -95,10 +95,6 @@ struct Derived {
 /// `hash.sha256(...)`).
 const UNAVAILABLE: &[(&str, &str)] = &[
     (
-        "time",
-        "Kyverno's time library is not supported by this version",
-    ),
-    (
         "x509",
         "Kyverno's x509 library is not supported by this version",
     ),

@@ -84,7 +84,7 @@ fn in_value(item: &Value, value: &Value) -> bool {
     match value {
         Value::Array(list) => list.iter().any(|v| equals(item, v) || in_range(item, v)),
         // A string value may be a JSON list, a range, or one item.
-        Value::String(text) => match serde_json::from_slice::<Value>(text.as_bytes()) {
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
             Ok(Value::Array(list)) => list.iter().any(|v| equals(item, v)),
             _ => equals(item, value) || in_range(item, value),
         },

@@ -293,7 +293,7 @@ fn runtime_with(wanted: &dyn Fn(&str) -> bool) -> Runtime {
         "parse_json",
         vec![s()],
         Box::new(|a, c| {
-            let value: Value = serde_json::from_slice(str_arg(a, 0, c)?.as_bytes())
+            let value: Value = serde_json::from_str(str_arg(a, 0, c)?)
                 .map_err(|e| fail(c, format!("parse_json: {e}")))?;
             Ok(to_var(&value))
         }),

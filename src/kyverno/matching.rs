@@ -414,7 +414,7 @@ mod tests {
 
     fn facts(request: Value) -> RequestFacts {
         let text = request.to_string();
-        let request: AdmissionRequest = serde_json::from_slice(text.as_bytes()).unwrap();
+        let request: AdmissionRequest = serde_json::from_str(&text).unwrap();
         RequestFacts::from_request(&request, &[])
     }
 

@@ -40,7 +40,7 @@ pub fn request_data(
     need_object: bool,
 ) -> Option<(jmespath::Variable, Option<serde_json::Value>)> {
     let object = match request.raw("object") {
-        Some(o) if need_object => serde_json::from_slice::<serde_json::Value>(o.get().as_bytes())
+        Some(o) if need_object => serde_json::from_str::<serde_json::Value>(o.get())
             .ok()
             .filter(|o| o.is_object()),
         _ => None,
@@ -67,7 +67,7 @@ pub fn request_data(
         let name: &str = name;
         let wanted = whole || named.contains(&name);
         if name != "object" && wanted {
-            let var = serde_json::from_slice::<jmespath::Variable>(value.get().as_bytes()).ok()?;
+            let var = serde_json::from_str::<jmespath::Variable>(value.get()).ok()?;
             fields.insert(name.to_string(), std::rc::Rc::new(var));
         }
     }

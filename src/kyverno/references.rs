@@ -65,7 +65,7 @@ impl<'s> ConfigMapMasks<'s> {
 /// The field masks for context variable `name` as the rules in `settings`
 /// read it; empty when the whole object is needed (or nothing reads it).
 pub fn field_masks(settings: &str, name: &str) -> Vec<String> {
-    let Ok(settings) = serde_json::from_slice::<Value>(settings.as_bytes()) else {
+    let Ok(settings) = serde_json::from_str::<Value>(settings) else {
         return Vec::new();
     };
     let mut reads = Reads {

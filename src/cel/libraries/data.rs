@@ -94,8 +94,7 @@ fn from_go_any(json: &Json, depth: usize) -> Result<Value, String> {
 fn unmarshal<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     const F: &str = "json.unmarshal";
     let text = string_arg(&args, 0, F)?;
-    let json: Json =
-        serde_json::from_slice(text.as_bytes()).map_err(|e| error(F, e.to_string()))?;
+    let json: Json = serde_json::from_str(text).map_err(|e| error(F, e.to_string()))?;
     owned(from_go_any(&json, 0).map_err(|e| error(F, e))?)
 }
 
