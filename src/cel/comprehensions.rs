@@ -33,6 +33,9 @@ const ACCU: &str = "@result";
 const ENTRY: &str = "@entry";
 const ENTRIES: &str = "@entries";
 const MAP_INSERT: &str = "@mapInsert";
+/// What `optMap` and `optFlatMap` bind their target to (no CEL name starts
+/// with `@`).
+const OPTIONAL: &str = "@optional";
 
 /// The functions the rewritten comprehensions call.
 pub fn register(env: &mut Env) {
@@ -64,6 +67,8 @@ pub fn named(word: &str) -> bool {
             | "transformList"
             | "transformMap"
             | "transformMapEntry"
+            | "optMap"
+            | "optFlatMap"
     )
 }
 
@@ -162,6 +167,13 @@ impl Builder<'_> {
     fn accu(&mut self) -> IdedExpr {
         self.ident(ACCU)
     }
+    fn member(&mut self, target: IdedExpr, function: &str, args: Vec<IdedExpr>) -> IdedExpr {
+        self.node(Expr::Call(CallExpr {
+            func_name: function.to_string(),
+            target: Some(Box::new(target)),
+            args,
+        }))
+    }
 
     /// `cel.bind(name, value, body)` as the crate expands it.
     fn bind(&mut self, name: &str, value: IdedExpr, body: IdedExpr) -> IdedExpr {
@@ -200,6 +212,9 @@ fn rewrite(call: &mut CallExpr, next_id: &mut u64) -> Result<Option<Expr>, Strin
     let function = call.func_name.as_str();
     if function == "bind" {
         return cel_bind(call, next_id);
+    }
+    if function == "optMap" || function == "optFlatMap" {
+        return opt_map(call, next_id);
     }
     let arity_ok = match function {
         "all" | "exists" | "existsOne" | "exists_one" => call.args.len() == 3,
@@ -316,6 +331,47 @@ fn cel_bind(call: &mut CallExpr, next_id: &mut u64) -> Result<Option<Expr>, Stri
         return Ok(None);
     };
     Ok(Some(Builder { next_id }.bind(&name, value, body).expr))
+}
+
+/// cel-go's optional library macros: `o.optMap(x, e)` is `optional.of(e)`
+/// with `x` bound to `o`'s value, `o.optFlatMap(x, e)` is `e` (itself an
+/// optional) so bound; both are `optional.none()` when `o` has no value,
+/// and `o` is evaluated once.
+fn opt_map(call: &mut CallExpr, next_id: &mut u64) -> Result<Option<Expr>, String> {
+    let function = call.func_name.clone();
+    let name = match call.args.first().map(|a| &a.expr) {
+        Some(Expr::Ident(name)) if call.args.len() == 2 => name.clone(),
+        _ => {
+            return Err(format!(
+                "{function}: the first argument must be a simple name"
+            ));
+        }
+    };
+    let (Some(target), Some(body)) = (call.target.take(), call.args.pop()) else {
+        return Ok(None);
+    };
+    let mut b = Builder { next_id };
+    let value = {
+        let optional = b.ident(OPTIONAL);
+        b.member(optional, "value", Vec::new())
+    };
+    let mapped = b.bind(&name, value, body);
+    let present = if function == "optMap" {
+        let namespace = b.ident("optional");
+        b.member(namespace, "of", vec![mapped])
+    } else {
+        mapped
+    };
+    let has_value = {
+        let optional = b.ident(OPTIONAL);
+        b.member(optional, "hasValue", Vec::new())
+    };
+    let none = {
+        let namespace = b.ident("optional");
+        b.member(namespace, "none", Vec::new())
+    };
+    let choice = b.call(operators::CONDITIONAL, vec![has_value, present, none]);
+    Ok(Some(b.bind(OPTIONAL, *target, choice).expr))
 }
 
 /// The two variable names, checked as cel-go checks them.
