@@ -68,8 +68,6 @@ pub struct Libraries {
     /// `base64` encoders the `cel` crate has.
     pub gzip: bool,
     pub base64: bool,
-    /// Kyverno's `time` library (see [`libraries::time`]).
-    pub time: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -124,7 +122,6 @@ impl Libraries {
                 libraries.url |= word == "isURL";
                 libraries.gzip |= word == "gzip";
                 libraries.base64 |= word == "base64";
-                libraries.time |= word == "time";
             }
             // `image` is also a container's field: only a call counts.
             libraries.image |= libraries::calls_global(source, "image");
@@ -314,9 +311,7 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     if libraries.base64 {
         let _ = env.add_extension(::cel::extensions::encoders);
     }
-    if libraries.time {
-        libraries::time::register(&mut env);
-    }
+
     for name in struct_names {
         // A name that is not an identifier path is refused by the crate,
         // and an expression constructing it then fails by failurePolicy.

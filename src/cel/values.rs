@@ -10,21 +10,6 @@ use serde_json::{Map, Value as Json};
 /// far shallower, and this bounds the recursion.
 const MAX_DEPTH: usize = 128;
 
-/// A duration as protobuf's JSON mapping writes it: seconds, with 3, 6 or
-/// 9 fraction digits when there is a fraction (`5400s`, `1.500s`).
-fn duration_text(d: &chrono::TimeDelta) -> String {
-    let negative = *d < chrono::TimeDelta::zero();
-    let d = d.abs();
-    let (seconds, nanos) = (d.num_seconds(), d.subsec_nanos());
-    let sign = if negative { "-" } else { "" };
-    match nanos {
-        0 => format!("{sign}{seconds}s"),
-        n if n % 1_000_000 == 0 => format!("{sign}{seconds}.{:03}s", n / 1_000_000),
-        n if n % 1_000 == 0 => format!("{sign}{seconds}.{:06}s", n / 1_000),
-        n => format!("{sign}{seconds}.{n:09}s"),
-    }
-}
-
 /// The JSON form of a CEL value, or why it has none.
 pub fn to_json(value: &Value) -> Result<Json, String> {
     convert(value, 0)
@@ -69,13 +54,6 @@ fn convert(value: &Value, depth: usize) -> Result<Json, String> {
             }
             Json::Object(object)
         }
-        // Protobuf's JSON mapping, which cel-go's conversion follows: RFC
-        // 3339 in UTC, and seconds with an `s`.
-        Value::Timestamp(t) => Json::String(
-            t.with_timezone(&chrono::Utc)
-                .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
-        ),
-        Value::Duration(d) => Json::String(duration_text(d)),
         #[allow(unreachable_patterns)]
         _ => {
             return Err(format!("{} has no JSON form", value.type_of()));

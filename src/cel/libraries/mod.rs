@@ -28,7 +28,6 @@ pub mod math;
 pub mod quantity;
 pub mod regex;
 pub mod semver;
-pub mod time;
 pub mod url;
 
 /// The crate's string, int, bool and dyn types, for declarations.
