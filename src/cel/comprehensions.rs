@@ -61,6 +61,7 @@ pub fn named(word: &str) -> bool {
     matches!(
         word,
         "all"
+            | "bind"
             | "exists"
             | "existsOne"
             | "exists_one"
@@ -469,4 +470,4 @@ fn map_insert<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execu
 
 #[cfg(test)]
 #[path = "comprehensions_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -11,7 +11,7 @@ use ::cel::{ExecutionError, Value};
 use super::super::environment::{Libraries, runtime_env};
 use super::super::program;
 
-fn eval(source: &str) -> Result<Value, String> {
+pub(crate) fn eval(source: &str) -> Result<Value, String> {
     let compiled = program::compile(source, "e")?;
     let env = runtime_env(&BTreeSet::new(), Libraries::for_sources([source]));
     let context = ::cel::Context::with_env(Arc::new(env));
@@ -202,6 +202,10 @@ fn opt_map_and_opt_flat_map() {
         "optional.of(1).optFlatMap(y, optional.of(y * 2)).value() == 2",
         "optional.of(1).optFlatMap(y, optional.none()).hasValue() == false",
         "optional.none().optFlatMap(y, optional.of(y)).hasValue() == false",
+        // `cel.bind` alone, with no other macro in the expression (cel-spec's
+        // bindings_ext cases; it was left unexpanded).
+        "cel.bind(t, true, t)",
+        "cel.bind(msg, 'hello', msg + msg + msg) == 'hellohellohello'",
         // The target is evaluated once, and the name is only the value's.
         "cel.bind(y, 5, optional.of(1).optMap(y, y + 1).value() + y) == 7",
     ] {

@@ -28,6 +28,8 @@ pub mod libraries;
 pub mod matching;
 pub mod program;
 pub mod spec;
+#[cfg(test)]
+mod spec_conformance;
 pub mod values;
 
 use spec::CelSpec;
