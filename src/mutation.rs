@@ -278,7 +278,9 @@ fn annotations_size(annotations: &Map<String, Value>) -> usize {
         .sum()
 }
 
-fn section<'m>(
+/// `map[name]` as a map, made where missing or null; `None` where it
+/// is something else.
+pub(crate) fn section<'m>(
     metadata: &'m mut Map<String, Value>,
     name: &str,
 ) -> Option<&'m mut Map<String, Value>> {

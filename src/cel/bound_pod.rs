@@ -25,6 +25,7 @@ use super::evaluation::Evaluation;
 use super::matching;
 use super::spec::{CelSpec, MatchResources};
 use crate::cluster::Read;
+use crate::mutation::section;
 
 const HONOURED: &str = "the one target an admission can reach is the Pod being bound: match only pods/binding, and name the Pod with targetMatchConstraints.expression: resource.get(\"v1\", \"pods\", object.metadata.namespace, object.metadata.name)";
 
@@ -56,7 +57,6 @@ fn names_bound_pod(expression: &str) -> bool {
 
 /// Whether the policy mutates the Pod being bound; refuses any other
 /// `mutateExisting`, naming the field.
-#[inline(never)]
 pub(super) fn check(spec: &CelSpec, spec_at: &dyn Display) -> Result<bool, String> {
     let enabled = spec
         .evaluation
@@ -116,7 +116,7 @@ pub(super) fn check(spec: &CelSpec, spec_at: &dyn Display) -> Result<bool, Strin
 /// made sure the target expression names it, so it is read here directly:
 /// the policy's field masks are worked out for its other reads, and the
 /// Pod is the object of the mutations, read whole.
-pub(super) fn read_target(request: &CelRequest) -> Result<Value, String> {
+fn read_target(request: &CelRequest) -> Result<Value, String> {
     let (namespace, name) = (&request.info.namespace, &request.info.name);
     request
         .cluster
@@ -142,25 +142,23 @@ pub(super) fn read_target(request: &CelRequest) -> Result<Value, String> {
 pub(super) fn mutate_target(
     policy: &CelPolicy,
     request: &CelRequest,
-    target: Result<Value, String>,
     binding: Value,
-    warnings: &mut Vec<String>,
-) -> Value {
-    let mutated = target.and_then(|pod| {
+) -> (Value, Option<String>) {
+    let mutated = read_target(request).and_then(|pod| {
         let pod = as_bound(pod, &binding);
         run_on_target(policy, request, &pod)
             .and_then(|after| after.map(|after| carry(&binding, &pod, &after)).transpose())
     });
     match mutated {
-        Ok(Some(mutated)) => mutated,
-        Ok(None) => binding,
+        Ok(Some(mutated)) => (mutated, None),
+        Ok(None) => (binding, None),
         Err(why) => {
-            warnings.push(format!(
+            let warning = format!(
                 "{} {:?}: the Pod being bound is left as it is (mutateExisting): {why}",
                 policy.kind.name(),
                 policy.name
-            ));
-            binding
+            );
+            (binding, Some(warning))
         }
     }
 }
@@ -263,21 +261,8 @@ fn carry(binding: &Value, before: &Value, after: &Value) -> Result<Value, String
 
 /// `metadata.<key>` of an object as a map, made where missing or null.
 fn metadata_map<'v>(object: &'v mut Value, key: &str) -> Option<&'v mut Map<String, Value>> {
-    let metadata = object
-        .as_object_mut()?
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if metadata.is_null() {
-        *metadata = Value::Object(Map::new());
-    }
-    let field = metadata
-        .as_object_mut()?
-        .entry(key)
-        .or_insert_with(|| Value::Object(Map::new()));
-    if field.is_null() {
-        *field = Value::Object(Map::new());
-    }
-    field.as_object_mut()
+    let metadata = section(object.as_object_mut()?, "metadata")?;
+    section(metadata, key)
 }
 
 #[cfg(test)]

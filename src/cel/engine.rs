@@ -150,14 +150,11 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
     // Kyverno's webhook leaves a policy with targetMatchConstraints to its
     // background controller: only the Pod being bound is mutated.
     if policy.bound_pod {
-        let target = bound_pod::read_target(request);
-        let binding = evaluation.take_object();
-        let mut warnings = Vec::new();
-        let object = bound_pod::mutate_target(policy, request, target, binding, &mut warnings);
+        let (object, warning) = bound_pod::mutate_target(policy, request, evaluation.take_object());
         return Ok(CelResult::Mutated {
             object,
             audit: Vec::new(),
-            warnings,
+            warnings: warning.into_iter().collect(),
         });
     }
     // Kyverno's auditAnnotations, over the object as received: a string

@@ -311,7 +311,6 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     if libraries.base64 {
         let _ = env.add_extension(::cel::extensions::encoders);
     }
-
     for name in struct_names {
         // A name that is not an identifier path is refused by the crate,
         // and an expression constructing it then fails by failurePolicy.

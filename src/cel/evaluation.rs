@@ -371,8 +371,8 @@ impl<'a> Evaluation<'a> {
         let mut compiled = Vec::new();
         let mut gets = BTreeSet::new();
         let policy = self.policy;
-        for (at, source) in policy.sources() {
-            compiled.push(self.compile(source, at)?);
+        for (place, source) in policy.sources() {
+            compiled.push(self.compile(source, || policy.path(place))?);
         }
         for variable in &policy.spec.variables {
             // Parsed in the loop above: `sources` includes the variables.

@@ -56,6 +56,32 @@ impl CelKind {
     }
 }
 
+/// Where an expression sits in a policy's spec; written as its path there
+/// (`mutations[0].applyConfiguration.expression`).
+#[derive(Debug, Clone, Copy)]
+pub enum Place {
+    MatchCondition(usize),
+    Variable(usize),
+    /// The mutation's index and its field (`applyConfiguration`, `jsonPatch`).
+    Mutation(usize, &'static str),
+    AuditAnnotation(usize),
+    TargetExpression,
+    TargetCondition(usize),
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::MatchCondition(i) => write!(f, "matchConditions[{i}].expression"),
+            Place::Variable(i) => write!(f, "variables[{i}].expression"),
+            Place::Mutation(i, field) => write!(f, "mutations[{i}].{field}.expression"),
+            Place::AuditAnnotation(i) => write!(f, "auditAnnotations[{i}].valueExpression"),
+            Place::TargetExpression => f.write_str("targetMatchConstraints.expression"),
+            Place::TargetCondition(i) => write!(f, "targetMatchConditions[{i}].expression"),
+        }
+    }
+}
+
 /// A checked CEL policy document.
 #[derive(Debug, Clone)]
 pub struct CelPolicy {
@@ -434,92 +460,43 @@ impl CelPolicy {
 
     /// Every expression with its path in the settings, in evaluation order.
     pub fn expressions(&self) -> Vec<(String, &str)> {
-        let spec_at = format!("{}.spec", self.at);
-        let mut all = Vec::new();
-        for (i, condition) in self.spec.match_conditions.iter().enumerate() {
-            all.push((
-                format!("{spec_at}.matchConditions[{i}].expression"),
-                condition.expression.as_str(),
-            ));
-        }
-        for (i, variable) in self.spec.variables.iter().enumerate() {
-            all.push((
-                format!("{spec_at}.variables[{i}].expression"),
-                variable.expression.as_str(),
-            ));
-        }
-        for (i, mutation) in self.spec.mutations.iter().enumerate() {
-            let (field, expression) = match (&mutation.apply_configuration, &mutation.json_patch) {
-                (Some(e), _) => ("applyConfiguration", e),
-                (None, Some(e)) => ("jsonPatch", e),
-                (None, None) => continue,
-            };
-            all.push((
-                format!("{spec_at}.mutations[{i}].{field}.expression"),
-                expression.expression.as_str(),
-            ));
-        }
-        for (i, annotation) in self.spec.audit_annotations.iter().enumerate() {
-            all.push((
-                format!("{spec_at}.auditAnnotations[{i}].valueExpression"),
-                annotation.value_expression.as_str(),
-            ));
-        }
-        if let Some(expression) = self.target_expression() {
-            all.push((
-                format!("{spec_at}.targetMatchConstraints.expression"),
-                expression,
-            ));
-        }
-        for (i, condition) in self.spec.target_match_conditions.iter().enumerate() {
-            all.push((
-                format!("{spec_at}.targetMatchConditions[{i}].expression"),
-                condition.expression.as_str(),
-            ));
-        }
-        all
+        self.sources()
+            .map(|(place, source)| (self.path(place), source))
+            .collect()
     }
 
-    /// Every expression in evaluation order, each with a maker of its path
-    /// in the settings: at request time the path is made only for a message.
-    pub fn sources(&self) -> impl Iterator<Item = (impl Fn() -> String + '_, &str)> {
-        let conditions = self.spec.match_conditions.iter().map(|c| &c.expression);
-        let variables = self.spec.variables.iter().map(|v| &v.expression);
-        let mutations = self.spec.mutations.iter().filter_map(|m| {
-            m.apply_configuration
-                .as_ref()
-                .or(m.json_patch.as_ref())
-                .map(|e| &e.expression)
+    /// The settings path of the expression at `place`.
+    pub fn path(&self, place: Place) -> String {
+        format!("{}.spec.{place}", self.at)
+    }
+
+    /// Every expression in evaluation order, with where it sits: at request
+    /// time its path is made ([`CelPolicy::path`]) only for a message.
+    pub fn sources(&self) -> impl Iterator<Item = (Place, &str)> {
+        let spec = &self.spec;
+        let conditions = spec.match_conditions.iter().enumerate();
+        let variables = spec.variables.iter().enumerate();
+        let mutations = spec.mutations.iter().enumerate().filter_map(|(i, m)| {
+            match (&m.apply_configuration, &m.json_patch) {
+                (Some(e), _) => Some((Place::Mutation(i, "applyConfiguration"), e)),
+                (None, Some(e)) => Some((Place::Mutation(i, "jsonPatch"), e)),
+                (None, None) => None,
+            }
         });
-        let audit = self
-            .spec
-            .audit_annotations
-            .iter()
-            .map(|a| &a.value_expression);
-        let target = self.target_expression().into_iter();
-        let target_conditions = self
-            .spec
-            .target_match_conditions
-            .iter()
-            .map(|c| c.expression.as_str());
+        let audit = spec.audit_annotations.iter().enumerate();
+        let target_conditions = spec.target_match_conditions.iter().enumerate();
         conditions
-            .map(String::as_str)
-            .chain(variables.map(String::as_str))
-            .chain(mutations.map(String::as_str))
-            .chain(audit.map(String::as_str))
-            .chain(target)
-            .chain(target_conditions)
-            .enumerate()
-            .map(move |(i, source)| {
-                let at = move || {
-                    self.expressions()
-                        .into_iter()
-                        .nth(i)
-                        .map(|(at, _)| at)
-                        .unwrap_or_default()
-                };
-                (at, source)
-            })
+            .map(|(i, c)| (Place::MatchCondition(i), c.expression.as_str()))
+            .chain(variables.map(|(i, v)| (Place::Variable(i), v.expression.as_str())))
+            .chain(mutations.map(|(place, e)| (place, e.expression.as_str())))
+            .chain(audit.map(|(i, a)| (Place::AuditAnnotation(i), a.value_expression.as_str())))
+            .chain(
+                self.target_expression()
+                    .map(|source| (Place::TargetExpression, source)),
+            )
+            .chain(
+                target_conditions.map(|(i, c)| (Place::TargetCondition(i), c.expression.as_str())),
+            )
     }
 
     /// `targetMatchConstraints.expression`, where given.
