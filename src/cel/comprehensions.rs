@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use ::cel::common::ast::operators;
 use ::cel::common::ast::{
-    CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr,
+    CallExpr, ComprehensionExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr,
 };
 use ::cel::common::value::CowVal;
 use ::cel::objects::{Key, Map};
@@ -87,46 +87,13 @@ fn max_id(expr: &IdedExpr) -> u64 {
 }
 
 fn expand_in(expr: &mut IdedExpr, next_id: &mut u64) -> Result<(), String> {
-    match &mut expr.expr {
-        Expr::Call(call) => {
-            if let Some(target) = &mut call.target {
-                expand_in(target, next_id)?;
-            }
-            for arg in &mut call.args {
-                expand_in(arg, next_id)?;
-            }
+    let mut inner = Ok(());
+    super::program::children_mut(expr, &mut |child| {
+        if inner.is_ok() {
+            inner = expand_in(child, next_id);
         }
-        Expr::Select(select) => expand_in(&mut select.operand, next_id)?,
-        Expr::Comprehension(c) => {
-            for part in [
-                &mut c.iter_range,
-                &mut c.accu_init,
-                &mut c.loop_cond,
-                &mut c.loop_step,
-                &mut c.result,
-            ] {
-                expand_in(part, next_id)?;
-            }
-        }
-        Expr::List(list) => {
-            for element in &mut list.elements {
-                expand_in(element, next_id)?;
-            }
-        }
-        Expr::Map(MapExpr { entries })
-        | Expr::Struct(::cel::common::ast::StructExpr { entries, .. }) => {
-            for entry in entries {
-                match &mut entry.expr {
-                    EntryExpr::StructField(field) => expand_in(&mut field.value, next_id)?,
-                    EntryExpr::MapEntry(entry) => {
-                        expand_in(&mut entry.key, next_id)?;
-                        expand_in(&mut entry.value, next_id)?;
-                    }
-                }
-            }
-        }
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
-    }
+    });
+    inner?;
     if let Expr::Call(call) = &mut expr.expr
         && let Some(expanded) = rewrite(call, next_id)?
     {

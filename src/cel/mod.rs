@@ -30,6 +30,7 @@ pub mod program;
 pub mod spec;
 #[cfg(test)]
 mod spec_conformance;
+mod subset_parser;
 pub mod values;
 
 use spec::CelSpec;
