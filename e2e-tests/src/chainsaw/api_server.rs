@@ -6,15 +6,16 @@ use serde_json::{Value, json};
 
 use crate::conformance::{kind_of, name_of};
 
-/// What a new object goes through before the webhooks: defaulting, and the
-/// built-in mutating admission `DefaultTolerationSeconds`, which gives a Pod
-/// 300 s tolerations of `not-ready` and `unreachable` Nodes, where it has
-/// none for those keys.
+/// What a new object goes through before the webhooks: defaulting, and two
+/// built-in mutating admission plugins: `DefaultTolerationSeconds`, which
+/// gives a Pod 300 s tolerations of `not-ready` and `unreachable` Nodes,
+/// where it has none for those keys, and `ServiceAccount` ([`service_account`]).
 pub fn before_webhooks(object: Value) -> Value {
     let mut object = with_defaults(object);
     if kind_of(&object) != "Pod" {
         return object;
     }
+    service_account(&mut object);
     for key in [
         "node.kubernetes.io/not-ready",
         "node.kubernetes.io/unreachable",
@@ -36,11 +37,63 @@ pub fn before_webhooks(object: Value) -> Value {
     object
 }
 
+/// The `ServiceAccount` admission plugin: a Pod runs as `default` unless it
+/// names an account, and, unless it opts out (`automountServiceAccountToken:
+/// false`), gets the account's token as a projected volume at the end of its
+/// volumes, mounted read-only in each container. Policies iterating volumes
+/// see it (Kyverno's tests removing volumes by index count on it).
+fn service_account(pod: &mut Value) {
+    let spec = &mut pod["spec"];
+    if spec["serviceAccountName"]
+        .as_str()
+        .is_none_or(str::is_empty)
+    {
+        spec["serviceAccountName"] = json!("default");
+    }
+    spec["serviceAccount"] = spec["serviceAccountName"].clone();
+    if spec["automountServiceAccountToken"] == json!(false) {
+        return;
+    }
+    // The API server appends five random characters; tests match the prefix.
+    let volume = "kube-api-access-x7k2q";
+    let mount_path = "/var/run/secrets/kubernetes.io/serviceaccount";
+    for containers in ["initContainers", "containers"] {
+        let list = spec.get_mut(containers).and_then(Value::as_array_mut);
+        for container in list.into_iter().flatten() {
+            let mounts = &mut container["volumeMounts"];
+            if mounts.is_null() {
+                *mounts = json!([]);
+            }
+            if let Some(list) = mounts.as_array_mut()
+                && !list.iter().any(|m| m["mountPath"] == mount_path)
+            {
+                list.push(json!({"name": volume, "readOnly": true, "mountPath": mount_path}));
+            }
+        }
+    }
+    let volumes = &mut spec["volumes"];
+    if volumes.is_null() {
+        *volumes = json!([]);
+    }
+    if let Some(list) = volumes.as_array_mut() {
+        list.push(json!({"name": volume, "projected": {"defaultMode": 420, "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [{"path": "namespace",
+                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
+        ]}}));
+    }
+}
+
 /// Schema defaulting the tests read back, done on every object the API
 /// server decodes (before the webhooks and again on what they return): a
 /// `hostPath` volume's `type` is `""`, in a Pod and in the Pod templates of
-/// its controllers.
+/// its controllers; and a built-in kind's empty lists and maps are gone
+/// ([`without_empty`]).
 pub fn with_defaults(mut object: Value) -> Value {
+    if is_built_in(&object) {
+        without_empty(&mut object);
+    }
     for pointer in [
         "/spec/volumes",
         "/spec/template/spec/volumes",
@@ -58,6 +111,35 @@ pub fn with_defaults(mut object: Value) -> Value {
         }
     }
     object
+}
+
+/// A kind of Kubernetes' own API groups (`v1`, `apps/v1`, `*.k8s.io`),
+/// which the API server decodes into Go types.
+fn is_built_in(object: &Value) -> bool {
+    let api_version = object["apiVersion"].as_str().unwrap_or("v1");
+    match api_version.rsplit_once('/') {
+        None => true,
+        Some((group, _)) => !group.contains('.') || group.ends_with(".k8s.io"),
+    }
+}
+
+/// A built-in kind's optional lists are `omitempty` in its Go types: an
+/// empty list a policy leaves (every `env` entry removed) is not there when
+/// the object is read back; nor are empty `labels` and `annotations` (Go
+/// maps). An empty object elsewhere is a struct (`emptyDir: {}`) and stays.
+fn without_empty(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.values_mut().for_each(without_empty);
+            map.retain(|key, v| match v {
+                Value::Array(items) => !items.is_empty(),
+                Value::Object(m) => !(m.is_empty() && (key == "labels" || key == "annotations")),
+                _ => true,
+            });
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_empty),
+        _ => {}
+    }
 }
 
 /// The `default` ServiceAccount the service account controller creates in a
@@ -112,6 +194,50 @@ mod tests {
                 &json!("node.kubernetes.io/not-ready")
             ]
         );
+    }
+
+    #[test]
+    fn pods_get_the_service_account_token_unless_they_opt_out() {
+        let pod = json!({"kind": "Pod", "spec": {"containers": [{"name": "c"}],
+            "volumes": [{"name": "v", "emptyDir": {}}]}});
+        let admitted = before_webhooks(pod);
+        assert_eq!(admitted["spec"]["serviceAccountName"], "default");
+        let volumes = admitted["spec"]["volumes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(volumes.len(), 2);
+        assert!(volumes[1]["projected"].is_object());
+        assert_eq!(
+            admitted["spec"]["containers"][0]["volumeMounts"][0]["mountPath"],
+            "/var/run/secrets/kubernetes.io/serviceaccount"
+        );
+        let opted_out = before_webhooks(json!({"kind": "Pod", "spec": {
+            "automountServiceAccountToken": false, "serviceAccountName": "sa",
+            "containers": [{"name": "c"}]}}));
+        assert_eq!(opted_out["spec"]["serviceAccountName"], "sa");
+        assert!(opted_out["spec"].get("volumes").is_none());
+        assert!(
+            opted_out["spec"]["containers"][0]
+                .get("volumeMounts")
+                .is_none()
+        );
+        // No list appears that the Pod did not have.
+        assert!(admitted["spec"].get("initContainers").is_none());
+    }
+
+    #[test]
+    fn built_in_kinds_lose_empty_lists_and_maps() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {}},
+            "spec": {"containers": [{"name": "c", "env": []}],
+                "volumes": [{"name": "v", "emptyDir": {}}]}});
+        let read = with_defaults(pod);
+        assert!(read["metadata"].get("labels").is_none());
+        assert!(read["spec"]["containers"][0].get("env").is_none());
+        assert_eq!(read["spec"]["volumes"][0]["emptyDir"], json!({}));
+        let custom =
+            json!({"apiVersion": "example.com/v1", "kind": "Thing", "spec": {"items": []}});
+        assert_eq!(with_defaults(custom.clone()), custom);
     }
 
     #[test]
