@@ -20,11 +20,7 @@ pub fn before_webhooks(object: Value) -> Value {
         "node.kubernetes.io/not-ready",
         "node.kubernetes.io/unreachable",
     ] {
-        let tolerations = &mut object["spec"]["tolerations"];
-        if tolerations.is_null() {
-            *tolerations = json!([]);
-        }
-        let Some(list) = tolerations.as_array_mut() else {
+        let Some(list) = list_at(&mut object["spec"]["tolerations"]) else {
             continue;
         };
         if !list.iter().any(|t| t["key"] == key) {
@@ -35,6 +31,15 @@ pub fn before_webhooks(object: Value) -> Value {
         }
     }
     object
+}
+
+/// The list in `slot`, made empty where there was none; `None` where
+/// something else is there.
+fn list_at(slot: &mut Value) -> Option<&mut Vec<Value>> {
+    if slot.is_null() {
+        *slot = json!([]);
+    }
+    slot.as_array_mut()
 }
 
 /// The `ServiceAccount` admission plugin: a Pod runs as `default` unless it
@@ -60,22 +65,14 @@ fn service_account(pod: &mut Value) {
     for containers in ["initContainers", "containers"] {
         let list = spec.get_mut(containers).and_then(Value::as_array_mut);
         for container in list.into_iter().flatten() {
-            let mounts = &mut container["volumeMounts"];
-            if mounts.is_null() {
-                *mounts = json!([]);
-            }
-            if let Some(list) = mounts.as_array_mut()
+            if let Some(list) = list_at(&mut container["volumeMounts"])
                 && !list.iter().any(|m| m["mountPath"] == mount_path)
             {
                 list.push(json!({"name": volume, "readOnly": true, "mountPath": mount_path}));
             }
         }
     }
-    let volumes = &mut spec["volumes"];
-    if volumes.is_null() {
-        *volumes = json!([]);
-    }
-    if let Some(list) = volumes.as_array_mut() {
+    if let Some(list) = list_at(&mut spec["volumes"]) {
         list.push(json!({"name": volume, "projected": {"defaultMode": 420, "sources": [
             {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
             {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
