@@ -725,6 +725,20 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
+            when: "a CEL expression names a variable nothing declares (a typo)",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 48: undeclared reference to 'objct' (did you mean 'object'?)\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: line 1, column 48: undeclared reference to 'objct' (did you mean 'object'?)",
+            ),
+            run: || {
+                settings_case(&cel_policy(
+                    "",
+                    "Object{metadata: Object.metadata{labels: {'a': objct.metadata.name}}}",
+                ))
+            },
+            reads_node: false,
+        },
+        Case {
             when: "a PolicyException names a policy the settings do not have",
             answer_text: "refused when policy-server loads the policy: \"settings.policies[1].spec.policyRefs[0]: no MutatingPolicy named \"other\" among settings.policies\"",
             answer: SettingsRefused(

@@ -95,7 +95,10 @@ fn expand_in(expr: &mut IdedExpr, next_id: &mut u64) -> Result<(), String> {
     });
     inner?;
     if let Expr::Call(call) = &mut expr.expr
-        && let Some(expanded) = rewrite(call, next_id)?
+        && let Some(expanded) = match super::extension_macros::named(&call.func_name) {
+            true => super::extension_macros::rewrite(call, &mut Builder { next_id })?,
+            false => rewrite(call, next_id)?,
+        }
     {
         expr.expr = expanded;
     }
@@ -103,39 +106,44 @@ fn expand_in(expr: &mut IdedExpr, next_id: &mut u64) -> Result<(), String> {
 }
 
 /// Makes nodes with fresh ids.
-struct Builder<'n> {
+pub(super) struct Builder<'n> {
     next_id: &'n mut u64,
 }
 
 impl Builder<'_> {
-    fn node(&mut self, expr: Expr) -> IdedExpr {
+    pub(super) fn node(&mut self, expr: Expr) -> IdedExpr {
         let id = *self.next_id;
         *self.next_id += 1;
         IdedExpr { id, expr }
     }
-    fn ident(&mut self, name: &str) -> IdedExpr {
+    pub(super) fn ident(&mut self, name: &str) -> IdedExpr {
         self.node(Expr::Ident(name.to_string()))
     }
-    fn call(&mut self, function: &str, args: Vec<IdedExpr>) -> IdedExpr {
+    pub(super) fn call(&mut self, function: &str, args: Vec<IdedExpr>) -> IdedExpr {
         self.node(Expr::Call(CallExpr {
             func_name: function.to_string(),
             target: None,
             args,
         }))
     }
-    fn bool(&mut self, value: bool) -> IdedExpr {
+    pub(super) fn bool(&mut self, value: bool) -> IdedExpr {
         self.node(Expr::Literal(LiteralValue::Boolean(value.into())))
     }
     fn int(&mut self, value: i64) -> IdedExpr {
         self.node(Expr::Literal(LiteralValue::Int(value.into())))
     }
-    fn list(&mut self, elements: Vec<IdedExpr>) -> IdedExpr {
+    pub(super) fn list(&mut self, elements: Vec<IdedExpr>) -> IdedExpr {
         self.node(Expr::List(ListExpr::new(elements)))
     }
     fn accu(&mut self) -> IdedExpr {
         self.ident(ACCU)
     }
-    fn member(&mut self, target: IdedExpr, function: &str, args: Vec<IdedExpr>) -> IdedExpr {
+    pub(super) fn member(
+        &mut self,
+        target: IdedExpr,
+        function: &str,
+        args: Vec<IdedExpr>,
+    ) -> IdedExpr {
         self.node(Expr::Call(CallExpr {
             func_name: function.to_string(),
             target: Some(Box::new(target)),
@@ -143,8 +151,24 @@ impl Builder<'_> {
         }))
     }
 
+    /// A loop over `range` with `variable` bound to each item and `@result`
+    /// to the accumulator: `[init, condition, step, result]`.
+    pub(super) fn fold(&mut self, range: IdedExpr, variable: &str, parts: [IdedExpr; 4]) -> Expr {
+        let [accu_init, loop_cond, loop_step, result] = parts;
+        Expr::Comprehension(Box::new(ComprehensionExpr {
+            iter_range: range,
+            iter_var: variable.to_string(),
+            iter_var2: None,
+            accu_var: ACCU.to_string(),
+            accu_init,
+            loop_cond,
+            loop_step,
+            result,
+        }))
+    }
+
     /// `cel.bind(name, value, body)` as the crate expands it.
-    fn bind(&mut self, name: &str, value: IdedExpr, body: IdedExpr) -> IdedExpr {
+    pub(super) fn bind(&mut self, name: &str, value: IdedExpr, body: IdedExpr) -> IdedExpr {
         let range = self.list(Vec::new());
         let cond = self.bool(false);
         let step = self.ident(name);
@@ -273,16 +297,7 @@ fn rewrite(call: &mut CallExpr, next_id: &mut u64) -> Result<Option<Expr>, Strin
         }
     };
     let range = b.call(ENTRIES, vec![*target]);
-    Ok(Some(Expr::Comprehension(Box::new(ComprehensionExpr {
-        iter_range: range,
-        iter_var: ENTRY.to_string(),
-        iter_var2: None,
-        accu_var: ACCU.to_string(),
-        accu_init: init,
-        loop_cond: cond,
-        loop_step: step,
-        result,
-    }))))
+    Ok(Some(b.fold(range, ENTRY, [init, cond, step, result])))
 }
 
 /// Kubernetes' `cel.bind(name, value, body)` (cel-go's bindings extension).

@@ -19,11 +19,13 @@ mod comprehensions;
 mod conformance;
 #[cfg(test)]
 mod conformance_authorizer;
+mod declarations;
 mod direct;
 pub mod engine;
 pub mod environment;
 pub(crate) mod evaluation;
 pub mod exception;
+mod extension_macros;
 pub mod libraries;
 pub mod matching;
 pub mod program;
@@ -585,6 +587,11 @@ impl CelPolicy {
                 return Err(format!(
                     "{at}: reads `params`, but the policy has no spec.paramKind"
                 ));
+            }
+            if let Some(why) =
+                declarations::undeclared(source, &compiled.expression, self.kind.is_kyverno())
+            {
+                return Err(format!("{at}: {why}"));
             }
         }
         Ok(())

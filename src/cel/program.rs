@@ -187,6 +187,8 @@ pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, 
     thread_local! {
         static PARSER: PrattParser = PrattParser::new()
             .enable_optional_syntax(true)
+            // Backquoted field names (`` m.`content-type` ``, cel-go 0.22+).
+            .enable_ident_escape_syntax(true)
             .max_recursion_depth(MAX_NESTING as u16 * 2)
             .max_expression_node_count(MAX_NODES);
     }
@@ -211,9 +213,11 @@ pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, 
             "{at}: operations nested more than {MAX_DEPTH} deep; the evaluator recurses once per level"
         ));
     }
-    // Only an expression that names a comprehension macro can hold a
-    // two-variable one: the walk is skipped for the rest (most, per request).
-    if super::environment::identifiers(source).any(super::comprehensions::named) {
+    // Only an expression that names a comprehension or extension macro can
+    // hold one: the walk is skipped for the rest (most, per request).
+    if super::environment::identifiers(source)
+        .any(|word| super::comprehensions::named(word) || super::extension_macros::named(word))
+    {
         super::comprehensions::expand(&mut expression).map_err(|e| format!("{at}: {e}"))?;
     }
     let iterations = iterations(&expression, 0);
@@ -239,12 +243,36 @@ pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, 
     Ok(compiled)
 }
 
+/// Tells, character by character, what of a CEL text is inside a quoted
+/// literal: a string (`'...'`, `"..."`, with backslash escapes) or a
+/// backquoted field name.
+#[derive(Default)]
+pub(super) struct Quoted {
+    quote: Option<char>,
+    escaped: bool,
+}
+
+impl Quoted {
+    /// Whether `c`, the next character, is part of a quoted literal, its
+    /// quotes included.
+    pub(super) fn next(&mut self, c: char) -> bool {
+        match self.quote {
+            Some(_) if self.escaped => self.escaped = false,
+            Some(_) if c == '\\' => self.escaped = true,
+            Some(q) if c == q => self.quote = None,
+            Some(_) => {}
+            None if matches!(c, '"' | '\'' | '`') => self.quote = Some(c),
+            None => return false,
+        }
+        true
+    }
+}
+
 /// Where brackets first nest deeper than [`MAX_NESTING`], outside string
 /// literals (line and column from 1).
 fn too_deep(source: &str) -> Option<(usize, usize)> {
     let mut depth = 0usize;
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
+    let mut quoted = Quoted::default();
     let (mut line, mut column) = (1, 0);
     for c in source.chars() {
         column += 1;
@@ -252,17 +280,10 @@ fn too_deep(source: &str) -> Option<(usize, usize)> {
             line += 1;
             column = 0;
         }
-        if let Some(q) = quote {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                _ if c == q => quote = None,
-                _ => {}
-            }
+        if quoted.next(c) {
             continue;
         }
         match c {
-            '"' | '\'' => quote = Some(c),
             '(' | '[' | '{' => {
                 depth += 1;
                 if depth > MAX_NESTING {
@@ -475,6 +496,26 @@ mod tests {
             err.starts_with("settings.spec.mutations[0].x: line 1, column 17: "),
             "{err}"
         );
+    }
+
+    /// cel-spec's `fields` tests: a backquoted name selects or builds a field
+    /// whose name is no identifier; anywhere else it is a parse error.
+    #[test]
+    fn backquoted_field_names() {
+        use super::super::comprehensions::tests::eval;
+        use ::cel::Value;
+        let yes = |source: &str| assert_eq!(eval(source), Ok(Value::Bool(true)), "{source}");
+        yes("{'content-type': 'json'}.`content-type` == 'json'");
+        yes("has({'a.b/c': 1}.`a.b/c`) && !has({'x': 1}.`a-b`)");
+        yes("{'a b': {'c': 1}}.?`a b`.c.orValue(0) == 1");
+        for (source, message) in [
+            ("`object` == 1", "unexpected quoted identifier"),
+            ("{'a': 1}.`a", "unterminated quoted identifier"),
+            ("{'a': 1}.`a+b`", "unexpected quoted identifier"),
+        ] {
+            let err = compile(source, "e").err().unwrap_or_default();
+            assert!(err.contains(message), "{source}: {err}");
+        }
     }
 
     #[test]
