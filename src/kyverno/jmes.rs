@@ -598,6 +598,37 @@ pub fn search_var(rt: &Functions, expression: &str, data: &Rcvar) -> Result<Rcva
     jmespath::interpret(data, &ast, &mut ctx).map_err(|e| e.to_string())
 }
 
+/// Whether `expression`, a path of fields and indexes (`a.b[0].c`), names a
+/// key an object on that path does not have: what Kyverno's JMESPath reports
+/// as not found. Any other expression, or one that parses not, is not.
+pub fn names_missing_key(expression: &str, data: &Rcvar) -> bool {
+    use jmespath::ast::Ast;
+    fn walk(ast: &Ast, data: &Rcvar) -> Result<Rcvar, bool> {
+        match ast {
+            Ast::Identity { .. } => Ok(data.clone()),
+            Ast::Field { name, .. } => match &**data {
+                Variable::Object(map) => map.get(name).cloned().ok_or(true),
+                _ => Ok(Rc::new(Variable::Null)),
+            },
+            Ast::Index { idx, .. } => match &**data {
+                Variable::Array(items) => {
+                    let at = if *idx < 0 {
+                        items.len() as i32 + idx
+                    } else {
+                        *idx
+                    };
+                    let found = usize::try_from(at).ok().and_then(|i| items.get(i));
+                    Ok(found.cloned().unwrap_or_else(|| Rc::new(Variable::Null)))
+                }
+                _ => Ok(Rc::new(Variable::Null)),
+            },
+            Ast::Subexpr { lhs, rhs, .. } => walk(rhs, &walk(lhs, data)?),
+            _ => Err(false),
+        }
+    }
+    jmespath::parse(expression).is_ok_and(|ast| walk(&ast, data) == Err(true))
+}
+
 /// A JSON value as a JMESPath variable.
 pub fn to_var(value: &Value) -> Rcvar {
     Rc::new(match value {

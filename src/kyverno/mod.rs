@@ -11,6 +11,7 @@ pub mod jmes;
 pub mod kyverno_functions;
 pub mod matching;
 pub mod patch;
+pub mod pattern;
 pub mod references;
 pub mod resources;
 pub mod spec;

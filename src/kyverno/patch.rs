@@ -3,8 +3,6 @@
 
 use serde_json::{Map, Value};
 
-use super::conditions::equals;
-
 /// Why a strategic merge patch did not apply.
 #[derive(Debug, PartialEq)]
 pub enum Skip {
@@ -409,7 +407,7 @@ fn holds(actual: Option<&Value>, pattern: &Value) -> bool {
                 .iter()
                 .all(|e| actual.iter().any(|a| holds(Some(a), e)))
         }
-        scalar => equals(actual, scalar),
+        scalar => super::pattern::matches(actual, scalar),
     }
 }
 

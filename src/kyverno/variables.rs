@@ -161,9 +161,14 @@ fn resolve(rt: &Functions, expression: &str, data: &Rcvar) -> Result<Value, Stri
         return Err("empty variable {{}}".to_string());
     }
     match jmes::search_var(rt, expression, data) {
-        Ok(var) if matches!(*var, Variable::Null) => Err(format!(
-            "variable {{{{{expression}}}}} could not be resolved"
-        )),
+        // Kyverno's JMESPath fails a field that names a key the object does
+        // not have; a null got otherwise (a filter that kept nothing, `[0]`
+        // of an empty list, a key whose value is null) is substituted.
+        Ok(var) if matches!(*var, Variable::Null) && jmes::names_missing_key(expression, data) => {
+            Err(format!(
+                "variable {{{{{expression}}}}} could not be resolved"
+            ))
+        }
         Ok(var) => Ok(jmes::to_value(&var)),
         Err(e) => Err(format!("variable {{{{{expression}}}}}: {e}")),
     }
@@ -231,6 +236,23 @@ mod tests {
             json!("{{ key }} and zone")
         );
         assert_eq!(sub("no variables", data).unwrap(), json!("no variables"));
+    }
+
+    /// kyverno/kyverno `mutate/e2e/jmespath-logic`: a filter that keeps
+    /// nothing gives null, which Kyverno substitutes; a missing key fails.
+    #[test]
+    fn null_is_substituted_unless_a_key_is_missing() {
+        let data = json!({"items": [{"name": "a", "v": null}], "labels": {}});
+        assert_eq!(
+            sub("{{ items[?name == 'b'].v | [0] }}", data.clone()),
+            Ok(json!(null))
+        );
+        assert_eq!(sub("{{ items[0].v }}", data.clone()), Ok(json!(null)));
+        assert_eq!(sub("x={{ items[5] }}", data.clone()), Ok(json!("x=null")));
+        for missing in ["{{ labels.app }}", "{{ items[0].w }}", "{{ nothing }}"] {
+            let err = sub(missing, data.clone()).unwrap_err();
+            assert!(err.contains("could not be resolved"), "{missing}: {err}");
+        }
     }
 
     #[test]
