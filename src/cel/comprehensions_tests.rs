@@ -12,8 +12,13 @@ use super::super::environment::{Libraries, runtime_env};
 use super::super::program;
 
 pub(crate) fn eval(source: &str) -> Result<Value, String> {
-    let compiled = program::compile(source, "e")?;
-    let env = runtime_env(&BTreeSet::new(), Libraries::for_sources([source]));
+    let mut compiled = program::compile(source, "e")?;
+    let libraries = Libraries::for_sources([source]);
+    // As an evaluation prepares a policy that uses time.
+    if libraries.time {
+        super::super::libraries::time::rewrite_operators(&mut compiled.expression);
+    }
+    let env = runtime_env(&BTreeSet::new(), libraries);
     let context = ::cel::Context::with_env(Arc::new(env));
     context
         .resolve(&compiled.expression)

@@ -68,6 +68,9 @@ pub struct Libraries {
     /// `base64` encoders the `cel` crate has.
     pub gzip: bool,
     pub base64: bool,
+    /// Timestamps, durations and Kyverno's `time` library (see
+    /// [`libraries::time`]).
+    pub time: bool,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -122,6 +125,7 @@ impl Libraries {
                 libraries.url |= word == "isURL";
                 libraries.gzip |= word == "gzip";
                 libraries.base64 |= word == "base64";
+                libraries.time |= matches!(word, "timestamp" | "duration" | "time");
             }
             // `image` is also a container's field: only a call counts.
             libraries.image |= libraries::calls_global(source, "image");
@@ -310,6 +314,9 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     }
     if libraries.base64 {
         let _ = env.add_extension(::cel::extensions::encoders);
+    }
+    if libraries.time {
+        libraries::time::register(&mut env);
     }
     for name in struct_names {
         // A name that is not an identifier path is refused by the crate,

@@ -208,7 +208,12 @@ impl<'a> Evaluation<'a> {
         if let Some(compiled) = self.compiled.get(source) {
             return Ok(compiled.clone());
         }
-        let compiled = Rc::new(program::compile_at(source, &Deferred(at))?);
+        let mut compiled = program::compile_at(source, &Deferred(at))?;
+        // Timestamps and durations are opaque to the crate's operators.
+        if self.policy.libraries().time {
+            super::libraries::time::rewrite_operators(&mut compiled.expression);
+        }
+        let compiled = Rc::new(compiled);
         self.compiled.insert(source, compiled.clone());
         Ok(compiled)
     }

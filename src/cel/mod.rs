@@ -126,10 +126,6 @@ struct Derived {
 /// `hash.sha256(...)`).
 const UNAVAILABLE: &[(&str, &str)] = &[
     (
-        "time",
-        "Kyverno's time library is not supported by this version: timestamps (the `cel` crate's chrono) cost every request three page faults, measured",
-    ),
-    (
         "x509",
         "Kyverno's x509 library is not supported by this version",
     ),

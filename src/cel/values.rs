@@ -55,9 +55,10 @@ fn convert(value: &Value, depth: usize) -> Result<Json, String> {
             Json::Object(object)
         }
         #[allow(unreachable_patterns)]
-        _ => {
-            return Err(format!("{} has no JSON form", value.type_of()));
-        }
+        _ => match super::libraries::time::to_json(value) {
+            Some(text) => Json::String(text),
+            None => return Err(format!("{} has no JSON form", value.type_of())),
+        },
     })
 }
 

@@ -17,6 +17,20 @@ pub struct Instant {
     pub offset_seconds: i32,
 }
 
+/// A time's calendar fields: `month` and `day` from 1, `weekday` from
+/// Sunday (0), `year_day` from 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Calendar {
+    pub year: i64,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
+    pub weekday: u32,
+    pub year_day: u32,
+}
+
 /// A civil date and time of day.
 struct Civil {
     year: i64,
@@ -102,6 +116,48 @@ impl Instant {
             "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{offset}",
             c.year, c.month, c.day, c.hour, c.minute, c.second
         )
+    }
+
+    /// Go's `time.RFC3339Nano`: [`Instant::to_rfc3339`] with the fraction of
+    /// a second, trailing zeros dropped (none when whole).
+    pub fn to_rfc3339_nano(self) -> String {
+        let whole = self.to_rfc3339();
+        let fraction = self.nanos.rem_euclid(NANOS_PER_SECOND);
+        if fraction == 0 {
+            return whole;
+        }
+        let digits = format!(".{fraction:09}");
+        let digits = digits.trim_end_matches('0');
+        // The fraction goes before the offset: `Z`, or `+hh:mm` / `-hh:mm`.
+        let offset_len = if self.offset_seconds == 0 { 1 } else { 6 };
+        let at = whole.len().saturating_sub(offset_len);
+        format!(
+            "{}{digits}{}",
+            whole.get(..at).unwrap_or(&whole),
+            whole.get(at..).unwrap_or("")
+        )
+    }
+
+    /// The calendar fields of the time at `offset_seconds` from UTC.
+    pub fn calendar_at(self, offset_seconds: i32) -> Calendar {
+        let at = Instant {
+            offset_seconds,
+            ..self
+        };
+        let c = at.civil();
+        let days = at.local_seconds().div_euclid(86_400);
+        let days = i64::try_from(days).unwrap_or(0);
+        Calendar {
+            year: c.year,
+            month: c.month,
+            day: c.day,
+            hour: c.hour,
+            minute: c.minute,
+            second: c.second,
+            // 1970-01-01 was a Thursday (4).
+            weekday: days.saturating_add(4).rem_euclid(7) as u32,
+            year_day: (days - days_from_civil(c.year, 1, 1)) as u32,
+        }
     }
 
     /// `minute hour day month weekday`, in the time's own offset.

@@ -28,6 +28,7 @@ pub mod math;
 pub mod quantity;
 pub mod regex;
 pub mod semver;
+pub mod time;
 pub mod url;
 
 /// The crate's string, int, bool and dyn types, for declarations.
@@ -209,12 +210,14 @@ pub(crate) mod testing {
 
     /// Evaluates `source` in the environment its text asks for.
     pub fn eval(source: &str) -> Result<Value, ExecutionError> {
-        let env = Arc::new(runtime_env(
-            &BTreeSet::new(),
-            Libraries::for_sources([source]),
-        ));
-        let compiled = crate::cel::program::compile(source, "e")
+        let libraries = Libraries::for_sources([source]);
+        let env = Arc::new(runtime_env(&BTreeSet::new(), libraries));
+        let mut compiled = crate::cel::program::compile(source, "e")
             .map_err(|e| ExecutionError::function_error("compile", e))?;
+        // As an evaluation prepares a policy that uses time.
+        if libraries.time {
+            super::time::rewrite_operators(&mut compiled.expression);
+        }
         let context = ::cel::Context::with_env(env);
         context.resolve(&compiled.expression)
     }

@@ -1,0 +1,651 @@
+//! CEL timestamps and durations (`timestamp(s)`, `duration(s)`, their
+//! getters, `+`, `-`, comparisons, `string()`, `int()`) and Kyverno's `time`
+//! library (`time.now()`, `time.truncate(ts, d)`, `time.toCron(ts)`).
+//!
+//! The `cel` crate has them only with its `chrono` feature, which cost every
+//! request three page faults (docs/performance.md, "Timestamps"). Here they
+//! are opaque values over the project's own RFC 3339 and Go duration code
+//! ([`crate::kyverno::time`], [`crate::kyverno::units`]). Opaque values keep
+//! their type through variables, lists and maps, but the crate's operators
+//! do not reach them; so a policy that uses time has its `+`, `-`, `<`,
+//! `<=`, `>`, `>=` and unary `-` rewritten into calls of functions here
+//! ([`rewrite_operators`]), which handle times and leave every other operand
+//! to the crate's own operator. Time zones: UTC and fixed offsets
+//! (`+05:30`); named zones need a zone database the module does not carry.
+
+use std::cmp::Ordering;
+
+use ::cel::common::ast::{Expr, IdedExpr, operators};
+use ::cel::common::types::{Kind, Type};
+use ::cel::common::value::CowVal;
+use ::cel::objects::Opaque;
+use ::cel::{Env, ExecutionError, Value};
+
+use super::{dyn_type, error, global, int, int_type, member, opaque, string, string_type};
+use crate::kyverno::time::Instant;
+use crate::kyverno::units::Duration as GoDuration;
+
+const TIMESTAMP: &str = "google.protobuf.Timestamp";
+const DURATION: &str = "google.protobuf.Duration";
+const NANOS: i128 = 1_000_000_000;
+/// CEL's range of timestamps: years 1 to 9999. Durations are cel-go's, Go's
+/// `time.Duration`: 64-bit nanoseconds, about 292 years either way.
+const MIN_SECONDS: i128 = -62_135_596_800;
+const MAX_SECONDS: i128 = 253_402_300_799;
+
+/// A point in time; the offset it was written with is kept for `string()`
+/// and `time.toCron`, and ignored by comparisons.
+#[derive(Debug, Clone, Copy)]
+pub struct Timestamp(Instant);
+
+/// A signed span of time, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Duration(i128);
+
+impl PartialEq for Timestamp {
+    fn eq(&self, other: &Timestamp) -> bool {
+        self.0.nanos == other.0.nanos
+    }
+}
+impl Eq for Timestamp {}
+
+impl Opaque for Timestamp {
+    fn runtime_type_name(&self) -> &str {
+        TIMESTAMP
+    }
+}
+impl Opaque for Duration {
+    fn runtime_type_name(&self) -> &str {
+        DURATION
+    }
+}
+
+fn timestamp_type() -> Type {
+    Type::new_opaque_type(TIMESTAMP)
+}
+fn duration_type() -> Type {
+    Type::new_opaque_type(DURATION)
+}
+
+fn checked_timestamp(instant: Instant) -> Result<Timestamp, ExecutionError> {
+    let seconds = instant.nanos.div_euclid(NANOS);
+    if (MIN_SECONDS..=MAX_SECONDS).contains(&seconds) {
+        Ok(Timestamp(instant))
+    } else {
+        Err(error("timestamp", "timestamp out of range"))
+    }
+}
+
+fn checked_duration(nanos: i128) -> Result<Duration, ExecutionError> {
+    if i64::try_from(nanos).is_ok() {
+        Ok(Duration(nanos))
+    } else {
+        Err(error("duration", "duration out of range"))
+    }
+}
+
+/// A time value among a call's arguments.
+#[derive(Clone, Copy)]
+enum Time {
+    At(Timestamp),
+    Span(Duration),
+}
+
+fn time_of(arg: &CowVal<'_, '_>) -> Option<Time> {
+    let t = arg.get_type();
+    if t.kind() != Kind::Opaque || !matches!(t.name(), TIMESTAMP | DURATION) {
+        return None;
+    }
+    match Value::try_from(arg.as_ref()) {
+        Ok(Value::Opaque(value)) => value
+            .downcast_ref::<Timestamp>()
+            .map(|t| Time::At(*t))
+            .or_else(|| value.downcast_ref::<Duration>().map(|d| Time::Span(*d))),
+        _ => None,
+    }
+}
+
+fn timestamp_arg(
+    args: &[CowVal<'_, '_>],
+    index: usize,
+    f: &str,
+) -> Result<Timestamp, ExecutionError> {
+    match args.get(index).and_then(time_of) {
+        Some(Time::At(t)) => Ok(t),
+        _ => Err(error(f, format!("argument {index} must be a timestamp"))),
+    }
+}
+
+fn duration_arg(
+    args: &[CowVal<'_, '_>],
+    index: usize,
+    f: &str,
+) -> Result<Duration, ExecutionError> {
+    match args.get(index).and_then(time_of) {
+        Some(Time::Span(d)) => Ok(d),
+        _ => Err(error(f, format!("argument {index} must be a duration"))),
+    }
+}
+
+/// Declares the library.
+pub fn register(env: &mut Env) {
+    let (ts, dur, s, i) = (timestamp_type, duration_type, string_type, int_type);
+    global(env, "timestamp", "s", vec![s()], parse_timestamp);
+    global(env, "timestamp", "i", vec![i()], unix_timestamp);
+    global(env, "duration", "s", vec![s()], parse_duration);
+    global(env, "timestamp", "t", vec![ts()], identity);
+    global(env, "duration", "d", vec![dur()], identity);
+    global(env, "string", "t", vec![ts()], to_string);
+    global(env, "string", "d", vec![dur()], to_string);
+    global(env, "int", "t", vec![ts()], to_int);
+    // Overload ids need only differ within one function: short ones keep
+    // the static data small (docs/performance.md, "Layout").
+    for (name, op) in GETTERS {
+        member(env, name, "t", ts(), vec![], op);
+        member(env, name, "tz", ts(), vec![s()], op);
+    }
+    for (name, op) in GETTERS.into_iter().skip(6) {
+        member(env, name, "d", dur(), vec![], op);
+    }
+    global(env, "time.now", "n", vec![], now);
+    global(env, "time.truncate", "t", vec![ts(), dur()], truncate);
+    global(env, "time.toCron", "t", vec![ts()], to_cron);
+    for (name, op) in OPERATORS {
+        global(env, name, name, vec![dyn_type(), dyn_type()], op);
+    }
+    global(env, NEGATE, NEGATE, vec![dyn_type()], negate);
+}
+
+/// The getters, each a field number of [`field`]; the last four also on
+/// durations.
+const GETTERS: [(&str, super::Function); 10] = [
+    ("getFullYear", field::<0>),
+    ("getMonth", field::<1>),
+    ("getDate", field::<2>),
+    ("getDayOfMonth", field::<3>),
+    ("getDayOfWeek", field::<4>),
+    ("getDayOfYear", field::<5>),
+    ("getHours", field::<6>),
+    ("getMinutes", field::<7>),
+    ("getSeconds", field::<8>),
+    ("getMilliseconds", field::<9>),
+];
+
+/// Getter `F` (see [`GETTERS`]): of a timestamp, in UTC or the zone given;
+/// of a duration, its whole hours, minutes or seconds, or the milliseconds
+/// of its last second.
+fn field<'b, 'v, const F: u8>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let value = match args.first().and_then(time_of) {
+        Some(Time::At(t)) => {
+            let offset = match args.get(1) {
+                Some(_) => zone_offset(super::string_arg(&args, 1, "timestamp")?)?,
+                None => 0,
+            };
+            let c = t.0.calendar_at(offset);
+            match F {
+                0 => c.year,
+                1 => i64::from(c.month) - 1,
+                2 => i64::from(c.day),
+                3 => i64::from(c.day) - 1,
+                4 => i64::from(c.weekday),
+                5 => i64::from(c.year_day),
+                6 => i64::from(c.hour),
+                7 => i64::from(c.minute),
+                8 => i64::from(c.second),
+                _ => (t.0.nanos.rem_euclid(NANOS) / 1_000_000) as i64,
+            }
+        }
+        Some(Time::Span(d)) => {
+            (match F {
+                6 => d.0 / (3600 * NANOS),
+                7 => d.0 / (60 * NANOS),
+                8 => d.0 / NANOS,
+                _ => d.0 / 1_000_000 % 1000,
+            }) as i64
+        }
+        None => {
+            return Err(error(
+                "timestamp",
+                "argument 0 must be a timestamp or a duration",
+            ));
+        }
+    };
+    int(value)
+}
+
+/// A getter's time zone: `UTC`, or a fixed offset (`+05:30`, `-08:00`,
+/// `02:00`), as cel-go reads them; a named zone needs a zone database.
+fn zone_offset(zone: &str) -> Result<i32, ExecutionError> {
+    if zone.is_empty() || zone == "UTC" {
+        return Ok(0);
+    }
+    let unsupported = || {
+        error(
+            "timestamp",
+            format!(
+                "time zone {zone:?}: only UTC and fixed offsets (+hh:mm) are supported, the module has no zone database"
+            ),
+        )
+    };
+    let (sign, rest) = match zone.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, zone.strip_prefix('+').unwrap_or(zone)),
+    };
+    let (hours, minutes) = rest.split_once(':').ok_or_else(unsupported)?;
+    let (Ok(hours), Ok(minutes)) = (hours.parse::<i32>(), minutes.parse::<i32>()) else {
+        return Err(unsupported());
+    };
+    Ok(sign * (hours * 3600 + minutes * 60))
+}
+
+fn identity<'b, 'v>(mut args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    args.pop()
+        .ok_or_else(|| ExecutionError::invalid_argument_count(1, 0))
+}
+
+fn parse_timestamp<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let text = super::string_arg(&args, 0, "timestamp")?;
+    let instant = Instant::parse_rfc3339(text)
+        .ok_or_else(|| error("timestamp", format!("{text:?} is not an RFC 3339 time")))?;
+    opaque(checked_timestamp(instant)?)
+}
+
+fn unix_timestamp<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let seconds = super::int_arg(&args, 0, "timestamp")?;
+    opaque(checked_timestamp(Instant {
+        nanos: i128::from(seconds) * NANOS,
+        offset_seconds: 0,
+    })?)
+}
+
+fn parse_duration<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let text = super::string_arg(&args, 0, "duration")?;
+    let parsed = GoDuration::parse(text)
+        .filter(|_| text.trim() == text)
+        .ok_or_else(|| {
+            error(
+                "duration",
+                format!("{text:?} is not a duration (`1h30m`, `90s`)"),
+            )
+        })?;
+    opaque(checked_duration(parsed.nanos)?)
+}
+
+fn to_string<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    match args.first().and_then(time_of) {
+        Some(Time::At(t)) => string(t.0.to_rfc3339_nano()),
+        Some(Time::Span(d)) => string(seconds_text(d.0)),
+        None => Err(error(
+            "string",
+            "argument 0 must be a timestamp or a duration",
+        )),
+    }
+}
+
+/// cel-go's `string(duration)`: seconds, with the fraction it has (`90s`,
+/// `1.5s`, `-0.000000001s`).
+fn seconds_text(nanos: i128) -> String {
+    let sign = if nanos < 0 { "-" } else { "" };
+    let n = nanos.unsigned_abs();
+    let (whole, fraction) = (n / NANOS as u128, n % NANOS as u128);
+    if fraction == 0 {
+        return format!("{sign}{whole}s");
+    }
+    let digits = format!("{fraction:09}");
+    format!("{sign}{whole}.{}s", digits.trim_end_matches('0'))
+}
+
+fn to_int<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let t = timestamp_arg(&args, 0, "int")?;
+    int(i64::try_from(t.0.nanos.div_euclid(NANOS)).unwrap_or_default())
+}
+
+fn now<'b, 'v>(_args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|_| error("time.now", "the clock is before 1970"))?;
+    opaque(Timestamp(Instant {
+        nanos: since_epoch.as_nanos() as i128,
+        offset_seconds: 0,
+    }))
+}
+
+/// Go's `Time.Truncate`, which Kyverno calls: down to a multiple of the
+/// duration since year 1; a duration of zero or less leaves the time.
+fn truncate<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let t = timestamp_arg(&args, 0, "time.truncate")?;
+    let d = duration_arg(&args, 1, "time.truncate")?;
+    opaque(Timestamp(t.0.truncate(GoDuration { nanos: d.0 })))
+}
+
+fn to_cron<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    string(timestamp_arg(&args, 0, "time.toCron")?.0.to_cron())
+}
+
+const NEGATE: &str = "@t-_";
+
+/// The operators a policy that uses time has rewritten, and what they become.
+const OPERATORS: [(&str, super::Function); 6] = [
+    ("@t+", add),
+    ("@t-", subtract),
+    ("@t<", compare::<0>),
+    ("@t<=", compare::<1>),
+    ("@t>", compare::<2>),
+    ("@t>=", compare::<3>),
+];
+
+fn operator_for(function: &str, args: usize) -> Option<&'static str> {
+    Some(match (function, args) {
+        (operators::ADD, 2) => "@t+",
+        (operators::SUBSTRACT, 2) => "@t-",
+        (operators::LESS, 2) => "@t<",
+        (operators::LESS_EQUALS, 2) => "@t<=",
+        (operators::GREATER, 2) => "@t>",
+        (operators::GREATER_EQUALS, 2) => "@t>=",
+        (operators::NEGATE, 1) => NEGATE,
+        _ => return None,
+    })
+}
+
+/// Rewrites `expr`'s arithmetic and ordering operators into the calls above,
+/// so that they reach timestamps and durations.
+pub fn rewrite_operators(expr: &mut IdedExpr) {
+    crate::cel::program::children_mut(expr, &mut rewrite_operators);
+    if let Expr::Call(call) = &mut expr.expr
+        && call.target.is_none()
+        && let Some(name) = operator_for(&call.func_name, call.args.len())
+    {
+        call.func_name = name.to_string();
+    }
+}
+
+fn add<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let times = (
+        args.first().and_then(time_of),
+        args.get(1).and_then(time_of),
+    );
+    let result = match times {
+        (Some(Time::At(t)), Some(Time::Span(d))) | (Some(Time::Span(d)), Some(Time::At(t))) => {
+            return opaque(checked_timestamp(Instant {
+                nanos: t.0.nanos + d.0,
+                ..t.0
+            })?);
+        }
+        (Some(Time::Span(a)), Some(Time::Span(b))) => checked_duration(a.0 + b.0)?,
+        (None, None) => return crate_operator(args, operators::ADD),
+        _ => return Err(no_overload(operators::ADD, &args)),
+    };
+    opaque(result)
+}
+
+fn subtract<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let times = (
+        args.first().and_then(time_of),
+        args.get(1).and_then(time_of),
+    );
+    let result = match times {
+        (Some(Time::At(t)), Some(Time::Span(d))) => {
+            return opaque(checked_timestamp(Instant {
+                nanos: t.0.nanos - d.0,
+                ..t.0
+            })?);
+        }
+        (Some(Time::At(a)), Some(Time::At(b))) => checked_duration(a.0.nanos - b.0.nanos)?,
+        (Some(Time::Span(a)), Some(Time::Span(b))) => checked_duration(a.0 - b.0)?,
+        (None, None) => return crate_operator(args, operators::SUBSTRACT),
+        _ => return Err(no_overload(operators::SUBSTRACT, &args)),
+    };
+    opaque(result)
+}
+
+/// `<`, `<=`, `>`, `>=` (0 to 3).
+fn compare<'b, 'v, const OP: u8>(
+    args: Vec<CowVal<'b, 'v>>,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let name = [
+        operators::LESS,
+        operators::LESS_EQUALS,
+        operators::GREATER,
+        operators::GREATER_EQUALS,
+    ]
+    .get(usize::from(OP))
+    .copied()
+    .unwrap_or(operators::LESS);
+    let ordering = match (
+        args.first().and_then(time_of),
+        args.get(1).and_then(time_of),
+    ) {
+        (Some(Time::At(a)), Some(Time::At(b))) => a.0.nanos.cmp(&b.0.nanos),
+        (Some(Time::Span(a)), Some(Time::Span(b))) => a.0.cmp(&b.0),
+        (None, None) => {
+            let (Some(a), Some(b)) = (args.first(), args.get(1)) else {
+                return Err(no_overload(name, &args));
+            };
+            match a.as_comparer() {
+                Some(comparer) => comparer
+                    .compare(b.as_ref())
+                    .map_err(|_| no_overload(name, &args))?,
+                None => return Err(no_overload(name, &args)),
+            }
+        }
+        _ => return Err(no_overload(name, &args)),
+    };
+    let holds = match OP {
+        0 => ordering == Ordering::Less,
+        1 => ordering != Ordering::Greater,
+        2 => ordering == Ordering::Greater,
+        _ => ordering != Ordering::Less,
+    };
+    super::boolean(holds)
+}
+
+fn negate<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    match args.first() {
+        Some(arg) => match time_of(arg) {
+            Some(Time::Span(d)) => opaque(Duration(-d.0)),
+            Some(Time::At(_)) => Err(no_overload(operators::NEGATE, &args)),
+            None => match arg.as_negator() {
+                Some(negator) => negator.negate().map(CowVal::Owned),
+                None => Err(no_overload(operators::NEGATE, &args)),
+            },
+        },
+        None => Err(no_overload(operators::NEGATE, &args)),
+    }
+}
+
+/// `+` or `-` on operands that are not times: the crate's own operator.
+fn crate_operator<'b, 'v>(
+    args: Vec<CowVal<'b, 'v>>,
+    operator: &str,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let (Some(a), Some(b)) = (args.first(), args.get(1)) else {
+        return Err(no_overload(operator, &args));
+    };
+    let result = if operator == operators::ADD {
+        a.as_adder().map(|adder| adder.add(b.as_ref()))
+    } else {
+        a.as_subtractor()
+            .map(|subtractor| subtractor.sub(b.as_ref()))
+    };
+    match result {
+        Some(value) => value.map(|v| CowVal::Owned(v.into_owned())),
+        None => Err(no_overload(operator, &args)),
+    }
+}
+
+fn no_overload(operator: &str, args: &[CowVal<'_, '_>]) -> ExecutionError {
+    ExecutionError::no_such_overload(
+        operator,
+        args.iter()
+            .map(|a| a.get_type().name().to_string())
+            .collect(),
+    )
+}
+
+/// A time as JSON, as Kubernetes writes `metav1.Time` and protobuf JSON a
+/// duration: `2009-02-13T23:31:30Z`, `90s`.
+pub fn to_json(value: &Value) -> Option<String> {
+    let Value::Opaque(opaque) = value else {
+        return None;
+    };
+    if let Some(t) = opaque.downcast_ref::<Timestamp>() {
+        return Some(t.0.to_rfc3339_nano());
+    }
+    opaque.downcast_ref::<Duration>().map(|d| seconds_text(d.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{annotated, b, i, s, table};
+    use serde_json::json;
+
+    /// cel-spec's `timestamps` cases that need no zone database.
+    #[test]
+    fn timestamps_and_durations_as_cel_spec_defines_them() {
+        let ts = "timestamp('2009-02-13T23:31:30Z')";
+        table(&[
+            ("int(timestamp('2009-02-13T23:31:30Z'))", i(1234567890)),
+            (
+                "string(timestamp('2009-02-13T23:31:30Z'))",
+                s("2009-02-13T23:31:30Z"),
+            ),
+            (
+                "string(timestamp('9999-12-31T23:59:59.999999999Z'))",
+                s("9999-12-31T23:59:59.999999999Z"),
+            ),
+            (
+                "string(timestamp('2009-02-13T23:31:30.5+01:00'))",
+                s("2009-02-13T23:31:30.5+01:00"),
+            ),
+            ("string(duration('1000000s'))", s("1000000s")),
+            ("string(duration('1h1m1.5s'))", s("3661.5s")),
+            ("string(-duration('1ms'))", s("-0.001s")),
+            (&format!("{ts}.getDate()"), i(13)),
+            (&format!("{ts}.getDayOfMonth()"), i(12)),
+            (&format!("{ts}.getDayOfWeek()"), i(5)),
+            (&format!("{ts}.getDayOfYear()"), i(43)),
+            (&format!("{ts}.getFullYear()"), i(2009)),
+            (&format!("{ts}.getHours()"), i(23)),
+            (&format!("{ts}.getMinutes()"), i(31)),
+            (&format!("{ts}.getMonth()"), i(1)),
+            (&format!("{ts}.getSeconds()"), i(30)),
+            (
+                "timestamp('2009-02-13T23:31:20.123456789Z').getMilliseconds()",
+                i(123),
+            ),
+            (&format!("{ts}.getDayOfMonth('+11:00')"), i(13)),
+            (
+                "timestamp('2009-02-13T02:00:00Z').getDayOfMonth('-02:30')",
+                i(11),
+            ),
+            (&format!("{ts}.getHours('02:00')"), i(1)),
+            (&format!("{ts}.getSeconds('-00:00')"), i(30)),
+            (&format!("{ts}.getFullYear('-09:30')"), i(2009)),
+            (
+                &format!("{ts} == timestamp('2009-02-14T00:31:30+01:00')"),
+                b(true),
+            ),
+            ("duration('60s') == duration('3600s')", b(false)),
+            (
+                "timestamp('2009-02-13T23:00:00Z') + duration('240s') == timestamp('2009-02-13T23:04:00Z')",
+                b(true),
+            ),
+            (
+                "duration('120s') + timestamp('2009-02-13T23:01:00Z') == timestamp('2009-02-13T23:03:00Z')",
+                b(true),
+            ),
+            (
+                "timestamp('2009-02-13T23:31:00Z') - timestamp('2009-02-13T23:29:00Z') == duration('120s')",
+                b(true),
+            ),
+            (
+                "duration('900s') - duration('42s') == duration('858s')",
+                b(true),
+            ),
+            (
+                "timestamp('2009-02-13T23:00:00Z') <= timestamp('2009-02-13T22:59:59Z')",
+                b(false),
+            ),
+            ("duration('200s') < duration('300s')", b(true)),
+            ("duration('10000s').getHours()", i(2)),
+            ("duration('3730s').getMinutes()", i(62)),
+            ("duration('3730s').getSeconds()", i(3730)),
+            ("duration('123.321456789s').getMilliseconds()", i(321)),
+            // Errors: out of range, wrong types, named zones.
+            ("timestamp('0000-01-01T00:00:00Z')", None),
+            ("timestamp(253402300800)", None),
+            (
+                "timestamp('9999-12-31T23:59:59.999999999Z') + duration('1ns')",
+                None,
+            ),
+            (
+                "timestamp('9999-12-31T23:59:59Z') - timestamp('0001-01-01T00:00:00Z')",
+                None,
+            ),
+            ("duration('320000000000s')", None),
+            ("timestamp('2009-02-13T23:31:30Z') < duration('1s')", None),
+            (&format!("{ts}.getHours('Asia/Kathmandu')"), None),
+            ("duration(' 1s')", None),
+            (
+                "timestamp(timestamp(1000000000)) == timestamp(1000000000)",
+                b(true),
+            ),
+            ("duration(duration('100s')) == duration('100s')", b(true)),
+        ]);
+    }
+
+    /// The rewritten operators still do everything else they did.
+    #[test]
+    fn other_operands_keep_the_crates_operators() {
+        table(&[
+            (
+                "1 + 2 == 3 && 2.5 - 1.0 == 1.5 && 'a' + 'b' == 'ab' && timestamp('2009-02-13T23:31:30Z') != null",
+                b(true),
+            ),
+            (
+                "[1] + [2] == [1, 2] && 1 < 2 && 2u >= 1u && 'a' < 'b' && 1 < 1.5 && -(3) == -3",
+                b(true),
+            ),
+            (
+                "[1, 2, 3].map(x, x + 1).filter(x, x > 2) == [3, 4] && duration('1s') > duration('0s')",
+                b(true),
+            ),
+            (
+                "9223372036854775807 + 1 > 0 && duration('1s') != null",
+                None,
+            ),
+            ("'a' < 1 && duration('1s') != null", None),
+        ]);
+    }
+
+    /// kyverno/sdk's `time` library tests, and `time.now()`.
+    #[test]
+    fn kyverno_time_library() {
+        table(&[
+            (
+                "string(time.truncate(timestamp('2024-03-05T10:37:12Z'), duration('1h')))",
+                s("2024-03-05T10:00:00Z"),
+            ),
+            (
+                "time.toCron(timestamp('2024-03-05T10:37:12Z'))",
+                s("37 10 5 3 2"),
+            ),
+            ("time.now() > timestamp('2026-01-01T00:00:00Z')", b(true)),
+            ("time.now() - time.now() <= duration('0s')", b(true)),
+        ]);
+    }
+
+    #[test]
+    fn a_mutating_policy_writes_a_time_and_a_variable_keeps_one() {
+        assert_eq!(
+            annotated("string(timestamp('2024-03-05T10:37:12Z') + duration('90m'))"),
+            json!({"result": "2024-03-05T12:07:12Z"})
+        );
+        assert_eq!(
+            annotated(
+                "string(cel.bind(t, timestamp('2024-03-05T10:37:12Z'), [t, t].map(x, x.getHours())[1]))"
+            ),
+            json!({"result": "10"})
+        );
+    }
+}
