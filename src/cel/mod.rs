@@ -29,6 +29,7 @@ mod extension_macros;
 pub mod libraries;
 pub mod matching;
 pub mod program;
+mod result_types;
 pub mod spec;
 #[cfg(test)]
 mod spec_conformance;
@@ -522,7 +523,8 @@ impl CelPolicy {
                 ));
             }
         }
-        for (at, source) in self.expressions() {
+        for (place, source) in self.sources() {
+            let at = self.path(place);
             let compiled = program::compile(source, &at)?;
             for name in &compiled.variables {
                 if !declared.contains(&name.as_str()) {
@@ -587,6 +589,9 @@ impl CelPolicy {
             if let Some(why) =
                 declarations::undeclared(source, &compiled.expression, self.kind.is_kyverno())
             {
+                return Err(format!("{at}: {why}"));
+            }
+            if let Some(why) = result_types::mismatch(place, &compiled.expression) {
                 return Err(format!("{at}: {why}"));
             }
         }
