@@ -270,6 +270,10 @@ run_case() {
   run_case cel_kyverno_binding_test
 }
 
+@test "cel_time_library: timestamps, durations and Kyverno's time library in a MutatingPolicy: time.now() from the clock the host gives, truncate, toCron, arithmetic, written as RFC 3339" {
+  run_case cel_time_library
+}
+
 @test "cel_zone_and_region_from_node: the project's job as a MutatingPolicy: resource.Get reads the Node (its labels only), zone and region onto the Binding" {
   run_case cel_zone_and_region_from_node
 }
