@@ -117,6 +117,41 @@ impl InMemoryCluster {
         serde_json::to_vec(&status).map_err(|e| e.to_string())
     }
 
+    /// `list_resources_by_namespace` / `list_resources_all`: the objects of
+    /// the `api_version` and `kind` (in the namespace), those a
+    /// `label_selector` of `key=value`, `key!=value`, `key` and `!key` terms
+    /// selects, as a list `{apiVersion, kind: <Kind>List, metadata, items}`,
+    /// each item pruned by the field masks.
+    fn answer_list(&self, call: &HostCall) -> Result<Vec<u8>, String> {
+        let p = &call.payload;
+        let (api_version, kind) = (
+            p["api_version"].as_str().unwrap_or_default(),
+            p["kind"].as_str().unwrap_or_default(),
+        );
+        let namespace = p["namespace"].as_str();
+        let selector = p["label_selector"].as_str().unwrap_or_default();
+        if p["field_selector"].as_str().is_some_and(|f| !f.is_empty()) {
+            return Err("field selectors are not simulated".to_string());
+        }
+        let masks = field_masks(p);
+        let items: Vec<Value> = self
+            .objects
+            .iter()
+            .filter(|((v, k, ns, _), _)| {
+                v == api_version && k == kind && (namespace.is_none() || ns.as_deref() == namespace)
+            })
+            .filter(|(_, object)| selects(selector, &object["metadata"]["labels"]))
+            .map(|(_, object)| apply_field_masks(object, masks.as_ref()))
+            .collect();
+        let list = serde_json::json!({
+            "apiVersion": api_version,
+            "kind": format!("{kind}List"),
+            "metadata": {"resourceVersion": "1"},
+            "items": items,
+        });
+        serde_json::to_vec(&list).map_err(|e| e.to_string())
+    }
+
     /// An image the registry knows: `{digest, manifest, config}`.
     pub fn insert_image(&mut self, reference: &str, image: Value) {
         self.images.insert(reference.to_string(), image);
@@ -165,6 +200,13 @@ impl Capabilities for InMemoryCluster {
         if call.operation == "can_i" {
             return self.answer_can_i(&call);
         }
+        if matches!(
+            call.operation.as_str(),
+            "list_resources_by_namespace" | "list_resources_all"
+        ) && call.namespace == "kubernetes"
+        {
+            return self.answer_list(&call);
+        }
         if (
             call.binding.as_str(),
             call.namespace.as_str(),
@@ -198,6 +240,27 @@ impl Capabilities for InMemoryCluster {
         }
         Ok(answer)
     }
+}
+
+/// Whether `labels` satisfy a label selector of comma-separated equality
+/// and existence terms (an empty selector selects everything).
+fn selects(selector: &str, labels: &Value) -> bool {
+    selector
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .all(|term| {
+            let label = |key: &str| labels[key.trim()].as_str();
+            if let Some((key, value)) = term.split_once("!=") {
+                label(key) != Some(value.trim())
+            } else if let Some((key, value)) = term.split_once('=') {
+                label(key.trim_end_matches('=')) == Some(value.trim_start_matches('=').trim())
+            } else if let Some(key) = term.strip_prefix('!') {
+                label(key).is_none()
+            } else {
+                label(term).is_some()
+            }
+        })
 }
 
 /// An object as policy-server answers it: pruned by the request's field
