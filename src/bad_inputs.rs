@@ -739,6 +739,22 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
+            when: "a CEL match condition is written to give something other than a bool",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.matchConditions[0].expression: gives a string; it must give a bool\"",
+            answer: SettingsRefused(
+                "settings.spec.matchConditions[0].expression: gives a string; it must give a bool",
+            ),
+            run: || {
+                let policy =
+                    cel_policy("", "Object{metadata: Object.metadata{labels: {'a': 'b'}}}");
+                let mut policy: Value = serde_json::from_str(&policy).unwrap();
+                policy["spec"]["matchConditions"] =
+                    json!([{"name": "zoned", "expression": "'has-zone'"}]);
+                settings_case(&policy.to_string())
+            },
+            reads_node: false,
+        },
+        Case {
             when: "a PolicyException names a policy the settings do not have",
             answer_text: "refused when policy-server loads the policy: \"settings.policies[1].spec.policyRefs[0]: no MutatingPolicy named \"other\" among settings.policies\"",
             answer: SettingsRefused(

@@ -181,8 +181,12 @@ fn edits(a: &str, b: &str) -> usize {
                 (false, false) => 2,
             };
             let diagonal = previous + cost;
-            let up = row.get(j + 1).copied().unwrap_or(usize::MAX) + 2;
-            let left = row.get(j).copied().unwrap_or(usize::MAX) + 2;
+            let up = row
+                .get(j + 1)
+                .copied()
+                .unwrap_or(usize::MAX)
+                .saturating_add(2);
+            let left = row.get(j).copied().unwrap_or(usize::MAX).saturating_add(2);
             previous = row.get(j + 1).copied().unwrap_or_default();
             if let Some(cell) = row.get_mut(j + 1) {
                 *cell = diagonal.min(up).min(left);
