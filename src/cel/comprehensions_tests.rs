@@ -14,10 +14,7 @@ use super::super::program;
 pub(crate) fn eval(source: &str) -> Result<Value, String> {
     let mut compiled = program::compile(source, "e")?;
     let libraries = Libraries::for_sources([source]);
-    // As an evaluation prepares a policy that uses time.
-    if libraries.time {
-        super::super::libraries::time::rewrite_operators(&mut compiled.expression);
-    }
+    libraries.prepare(&mut compiled.expression);
     let env = runtime_env(&BTreeSet::new(), libraries);
     let context = ::cel::Context::with_env(Arc::new(env));
     context

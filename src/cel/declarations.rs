@@ -262,23 +262,11 @@ fn position(source: &str, name: &str) -> Option<(usize, usize)> {
     None
 }
 
+/// The macros that bind variables: the crate's `map` and `filter` (its
+/// `all`, `exists`, `exists_one` are among the comprehensions'), the
+/// rewritten comprehensions and `cel.bind`, and `sortBy`.
 fn is_macro(word: &str) -> bool {
-    matches!(
-        word,
-        "all"
-            | "exists"
-            | "exists_one"
-            | "existsOne"
-            | "map"
-            | "filter"
-            | "sortBy"
-            | "bind"
-            | "optMap"
-            | "optFlatMap"
-            | "transformList"
-            | "transformMap"
-            | "transformMapEntry"
-    )
+    matches!(word, "map" | "filter" | "sortBy") || super::comprehensions::named(word)
 }
 
 /// The variables a macro call's arguments, `rest`, start by declaring: one

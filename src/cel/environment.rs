@@ -94,6 +94,15 @@ const LISTS: &[&str] = &[
 ];
 
 impl Libraries {
+    /// Readies a parsed expression to run in an environment with these
+    /// libraries: timestamps and durations are opaque to the crate's
+    /// operators, so a policy that uses time has them rewritten.
+    pub fn prepare(self, expression: &mut ::cel::common::ast::IdedExpr) {
+        if self.time {
+            libraries::time::rewrite_operators(expression);
+        }
+    }
+
     /// What the expressions may call, from the identifiers in their text (a
     /// name in a string literal only adds a library nothing calls).
     pub fn for_sources<'s>(sources: impl IntoIterator<Item = &'s str>) -> Libraries {

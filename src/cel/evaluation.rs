@@ -209,10 +209,7 @@ impl<'a> Evaluation<'a> {
             return Ok(compiled.clone());
         }
         let mut compiled = program::compile_at(source, &Deferred(at))?;
-        // Timestamps and durations are opaque to the crate's operators.
-        if self.policy.libraries().time {
-            super::libraries::time::rewrite_operators(&mut compiled.expression);
-        }
+        self.policy.libraries().prepare(&mut compiled.expression);
         let compiled = Rc::new(compiled);
         self.compiled.insert(source, compiled.clone());
         Ok(compiled)

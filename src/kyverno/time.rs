@@ -102,6 +102,22 @@ impl Instant {
     }
 
     pub fn to_rfc3339(self) -> String {
+        self.rfc3339("")
+    }
+
+    /// Go's `time.RFC3339Nano`: [`Instant::to_rfc3339`] with the fraction of
+    /// a second, trailing zeros dropped (none when whole).
+    pub fn to_rfc3339_nano(self) -> String {
+        let fraction = self.nanos.rem_euclid(NANOS_PER_SECOND);
+        if fraction == 0 {
+            return self.to_rfc3339();
+        }
+        let digits = format!(".{fraction:09}");
+        self.rfc3339(digits.trim_end_matches('0'))
+    }
+
+    /// RFC 3339 with `fraction` (`""` or `.5`) after the seconds.
+    fn rfc3339(self, fraction: &str) -> String {
         let c = self.civil();
         let offset = match self.offset_seconds {
             0 => "Z".to_string(),
@@ -113,28 +129,8 @@ impl Instant {
             ),
         };
         format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{offset}",
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{fraction}{offset}",
             c.year, c.month, c.day, c.hour, c.minute, c.second
-        )
-    }
-
-    /// Go's `time.RFC3339Nano`: [`Instant::to_rfc3339`] with the fraction of
-    /// a second, trailing zeros dropped (none when whole).
-    pub fn to_rfc3339_nano(self) -> String {
-        let whole = self.to_rfc3339();
-        let fraction = self.nanos.rem_euclid(NANOS_PER_SECOND);
-        if fraction == 0 {
-            return whole;
-        }
-        let digits = format!(".{fraction:09}");
-        let digits = digits.trim_end_matches('0');
-        // The fraction goes before the offset: `Z`, or `+hh:mm` / `-hh:mm`.
-        let offset_len = if self.offset_seconds == 0 { 1 } else { 6 };
-        let at = whole.len().saturating_sub(offset_len);
-        format!(
-            "{}{digits}{}",
-            whole.get(..at).unwrap_or(&whole),
-            whole.get(at..).unwrap_or("")
         )
     }
 
@@ -162,11 +158,11 @@ impl Instant {
 
     /// `minute hour day month weekday`, in the time's own offset.
     pub fn to_cron(self) -> String {
-        let c = self.civil();
-        let days = self.local_seconds().div_euclid(86_400);
-        // 1970-01-01 was a Thursday (4).
-        let weekday = days.saturating_add(4).rem_euclid(7);
-        format!("{} {} {} {} {weekday}", c.minute, c.hour, c.day, c.month)
+        let c = self.calendar_at(self.offset_seconds);
+        format!(
+            "{} {} {} {} {}",
+            c.minute, c.hour, c.day, c.month, c.weekday
+        )
     }
 
     /// Parses `value` by a Go layout, which spells the reference time

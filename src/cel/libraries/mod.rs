@@ -214,10 +214,7 @@ pub(crate) mod testing {
         let env = Arc::new(runtime_env(&BTreeSet::new(), libraries));
         let mut compiled = crate::cel::program::compile(source, "e")
             .map_err(|e| ExecutionError::function_error("compile", e))?;
-        // As an evaluation prepares a policy that uses time.
-        if libraries.time {
-            super::time::rewrite_operators(&mut compiled.expression);
-        }
+        libraries.prepare(&mut compiled.expression);
         let context = ::cel::Context::with_env(env);
         context.resolve(&compiled.expression)
     }

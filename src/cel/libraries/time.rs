@@ -21,7 +21,9 @@ use ::cel::common::value::CowVal;
 use ::cel::objects::Opaque;
 use ::cel::{Env, ExecutionError, Value};
 
-use super::{dyn_type, error, global, int, int_type, member, opaque, string, string_type};
+use super::{
+    dyn_type, error, global, int, int_type, member, opaque, opaque_arg, string, string_type,
+};
 use crate::kyverno::time::Instant;
 use crate::kyverno::units::Duration as GoDuration;
 
@@ -105,28 +107,6 @@ fn time_of(arg: &CowVal<'_, '_>) -> Option<Time> {
     }
 }
 
-fn timestamp_arg(
-    args: &[CowVal<'_, '_>],
-    index: usize,
-    f: &str,
-) -> Result<Timestamp, ExecutionError> {
-    match args.get(index).and_then(time_of) {
-        Some(Time::At(t)) => Ok(t),
-        _ => Err(error(f, format!("argument {index} must be a timestamp"))),
-    }
-}
-
-fn duration_arg(
-    args: &[CowVal<'_, '_>],
-    index: usize,
-    f: &str,
-) -> Result<Duration, ExecutionError> {
-    match args.get(index).and_then(time_of) {
-        Some(Time::Span(d)) => Ok(d),
-        _ => Err(error(f, format!("argument {index} must be a duration"))),
-    }
-}
-
 /// Declares the library.
 pub fn register(env: &mut Env) {
     let (ts, dur, s, i) = (timestamp_type, duration_type, string_type, int_type);
@@ -150,10 +130,9 @@ pub fn register(env: &mut Env) {
     global(env, "time.now", "n", vec![], now);
     global(env, "time.truncate", "t", vec![ts(), dur()], truncate);
     global(env, "time.toCron", "t", vec![ts()], to_cron);
-    for (name, op) in OPERATORS {
-        global(env, name, name, vec![dyn_type(), dyn_type()], op);
+    for (_, arity, name, op) in OPERATORS {
+        global(env, name, name, (0..arity).map(|_| dyn_type()).collect(), op);
     }
-    global(env, NEGATE, NEGATE, vec![dyn_type()], negate);
 }
 
 /// The getters, each a field number of [`field`]; the last four also on
@@ -296,7 +275,7 @@ fn seconds_text(nanos: i128) -> String {
 }
 
 fn to_int<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let t = timestamp_arg(&args, 0, "int")?;
+    let t = opaque_arg::<Timestamp>(&args, 0, "int")?;
     int(i64::try_from(t.0.nanos.div_euclid(NANOS)).unwrap_or_default())
 }
 
@@ -313,39 +292,30 @@ fn now<'b, 'v>(_args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionEr
 /// Go's `Time.Truncate`, which Kyverno calls: down to a multiple of the
 /// duration since year 1; a duration of zero or less leaves the time.
 fn truncate<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let t = timestamp_arg(&args, 0, "time.truncate")?;
-    let d = duration_arg(&args, 1, "time.truncate")?;
+    let t = opaque_arg::<Timestamp>(&args, 0, "time.truncate")?;
+    let d = opaque_arg::<Duration>(&args, 1, "time.truncate")?;
     opaque(Timestamp(t.0.truncate(GoDuration { nanos: d.0 })))
 }
 
 fn to_cron<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    string(timestamp_arg(&args, 0, "time.toCron")?.0.to_cron())
+    string(
+        opaque_arg::<Timestamp>(&args, 0, "time.toCron")?
+            .0
+            .to_cron(),
+    )
 }
 
-const NEGATE: &str = "@t-_";
-
-/// The operators a policy that uses time has rewritten, and what they become.
-const OPERATORS: [(&str, super::Function); 6] = [
-    ("@t+", add),
-    ("@t-", subtract),
-    ("@t<", compare::<0>),
-    ("@t<=", compare::<1>),
-    ("@t>", compare::<2>),
-    ("@t>=", compare::<3>),
+/// The operators a policy that uses time has rewritten: the crate's
+/// function, its arity, and the function here that replaces it.
+const OPERATORS: [(&str, usize, &str, super::Function); 7] = [
+    (operators::ADD, 2, "@t+", add),
+    (operators::SUBSTRACT, 2, "@t-", subtract),
+    (operators::LESS, 2, "@t<", compare::<0>),
+    (operators::LESS_EQUALS, 2, "@t<=", compare::<1>),
+    (operators::GREATER, 2, "@t>", compare::<2>),
+    (operators::GREATER_EQUALS, 2, "@t>=", compare::<3>),
+    (operators::NEGATE, 1, "@t-_", negate),
 ];
-
-fn operator_for(function: &str, args: usize) -> Option<&'static str> {
-    Some(match (function, args) {
-        (operators::ADD, 2) => "@t+",
-        (operators::SUBSTRACT, 2) => "@t-",
-        (operators::LESS, 2) => "@t<",
-        (operators::LESS_EQUALS, 2) => "@t<=",
-        (operators::GREATER, 2) => "@t>",
-        (operators::GREATER_EQUALS, 2) => "@t>=",
-        (operators::NEGATE, 1) => NEGATE,
-        _ => return None,
-    })
-}
 
 /// Rewrites `expr`'s arithmetic and ordering operators into the calls above,
 /// so that they reach timestamps and durations.
@@ -353,7 +323,9 @@ pub fn rewrite_operators(expr: &mut IdedExpr) {
     crate::cel::program::children_mut(expr, &mut rewrite_operators);
     if let Expr::Call(call) = &mut expr.expr
         && call.target.is_none()
-        && let Some(name) = operator_for(&call.func_name, call.args.len())
+        && let Some((.., name, _)) = OPERATORS
+            .iter()
+            .find(|(op, arity, ..)| *op == call.func_name && *arity == call.args.len())
     {
         call.func_name = name.to_string();
     }
