@@ -131,7 +131,13 @@ pub fn register(env: &mut Env) {
     global(env, "time.truncate", "t", vec![ts(), dur()], truncate);
     global(env, "time.toCron", "t", vec![ts()], to_cron);
     for (_, arity, name, op) in OPERATORS {
-        global(env, name, name, (0..arity).map(|_| dyn_type()).collect(), op);
+        global(
+            env,
+            name,
+            name,
+            (0..arity).map(|_| dyn_type()).collect(),
+            op,
+        );
     }
 }
 
