@@ -739,6 +739,34 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
+            when: "a CEL expression calls a function nothing declares (a typo)",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 69: undeclared reference to 'lowerAcsii'\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: line 1, column 69: undeclared reference to 'lowerAcsii'",
+            ),
+            run: || {
+                settings_case(&cel_policy(
+                    "",
+                    "Object{metadata: Object.metadata{labels: {'a': object.metadata.name.lowerAcsii()}}}",
+                ))
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a CEL expression applies an operator or function to values of the wrong types",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 64: found no matching overload for '_+_' applied to '(string, int)'\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: line 1, column 64: found no matching overload for '_+_' applied to '(string, int)'",
+            ),
+            run: || {
+                settings_case(&cel_policy(
+                    "",
+                    "Object{metadata: Object.metadata{annotations: {'n': 'labels: ' + size(object.metadata.labels)}}}",
+                ))
+            },
+            reads_node: false,
+        },
+        Case {
             when: "a CEL match condition is written to give something other than a bool",
             answer_text: "refused when policy-server loads the policy: \"settings.spec.matchConditions[0].expression: gives a string; it must give a bool\"",
             answer: SettingsRefused(

@@ -684,9 +684,9 @@ fn audit_annotations_are_written_as_policy_slash_key() {
     assert_eq!(audit.get("m/target").map(String::as_str), Some("node-1"));
 
     let number = mutating_policy(json!({"matchConstraints": binding_rules(),
-        // A literal `1` is refused at load (result_types); this int shows
-        // only when it runs.
-        "auditAnnotations": [{"key": "n", "valueExpression": "size('ab')"}]}));
+        // An int is refused at load where its type is known (result_types);
+        // behind `dyn` it shows only when it runs.
+        "auditAnnotations": [{"key": "n", "valueExpression": "dyn(size('ab'))"}]}));
     let response = run("binding.json", number);
     assert!(
         !response.accepted,

@@ -40,7 +40,7 @@ fn is_type(name: &str) -> bool {
 /// The namespaces of the libraries' functions (`math.greatest(...)`,
 /// `resource.Get(...)`): a name only when it is what a function is called on.
 /// The ones this version does not run are refused apart, by library.
-fn is_namespace(name: &str) -> bool {
+pub(super) fn is_namespace(name: &str) -> bool {
     matches!(
         name,
         "base64"

@@ -94,6 +94,39 @@ const LISTS: &[&str] = &[
 ];
 
 impl Libraries {
+    /// Every library: the environment load-time checks ask whether a
+    /// function is declared (see [`super::type_check`]).
+    pub fn every() -> Libraries {
+        Libraries {
+            strings: true,
+            lists: true,
+            math: true,
+            jsonpatch: true,
+            regex: true,
+            resource: true,
+            kubernetes_lists: true,
+            image: true,
+            regex_namespace: true,
+            json: true,
+            yaml: true,
+            user: true,
+            quantity: true,
+            semver: true,
+            list_functions: true,
+            sets: true,
+            ip: true,
+            imagedata: true,
+            comprehensions: true,
+            authorizer: true,
+            hash: true,
+            url: true,
+            format: true,
+            gzip: true,
+            base64: true,
+            time: true,
+        }
+    }
+
     /// Readies a parsed expression to run in an environment with these
     /// libraries: timestamps and durations are opaque to the crate's
     /// operators, so a policy that uses time has them rewritten.
@@ -625,6 +658,8 @@ mod tests {
     use std::sync::Arc;
 
     fn eval(source: &str) -> Result<Value, ExecutionError> {
+        super::super::type_check::check_source(source)
+            .map_err(|e| ExecutionError::function_error("check", e))?;
         let mut names = BTreeSet::new();
         super::super::program::struct_names(source, &mut names);
         let env = Arc::new(runtime_env(&names, Libraries::for_sources([source])));

@@ -5,7 +5,7 @@
 //! step of the pipeline.
 
 use std::cell::OnceCell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -34,6 +34,7 @@ pub mod spec;
 #[cfg(test)]
 mod spec_conformance;
 mod subset_parser;
+pub(crate) mod type_check;
 pub mod values;
 
 use spec::CelSpec;
@@ -523,6 +524,9 @@ impl CelPolicy {
                 ));
             }
         }
+        // Built at the first expression: an environment with every library.
+        let mut functions = None;
+        let mut variable_types = BTreeMap::new();
         for (place, source) in self.sources() {
             let at = self.path(place);
             let compiled = program::compile(source, &at)?;
@@ -591,8 +595,16 @@ impl CelPolicy {
             {
                 return Err(format!("{at}: {why}"));
             }
-            if let Some(why) = result_types::mismatch(place, &compiled.expression) {
+            let functions = functions.get_or_insert_with(type_check::FunctionNames::new);
+            let ty = type_check::check(source, &compiled.expression, &variable_types, functions)
+                .map_err(|why| format!("{at}: {why}"))?;
+            if let Some(why) = result_types::mismatch(place, &ty) {
                 return Err(format!("{at}: {why}"));
+            }
+            if let Place::Variable(i) = place
+                && let Some(variable) = self.spec.variables.get(i)
+            {
+                variable_types.insert(variable.name.clone(), ty);
             }
         }
         Ok(())

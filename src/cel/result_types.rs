@@ -1,71 +1,37 @@
-//! What each kind of expression must give, checked at load where the
-//! expression's outermost form already tells its type: a match condition
-//! that is a string literal, a mutation that builds a list where an
-//! `Object{...}` belongs. Kubernetes' and Kyverno's type checkers refuse
-//! these when the policy is created; without a type checker here (the `cel`
-//! crate has none) the rest is found when the expression runs.
-
-use ::cel::common::ast::{Expr, IdedExpr, LiteralValue, operators};
+//! What each kind of expression must give, checked at load where its type
+//! is known (see [`super::type_check`]): a match condition that gives a
+//! string, a mutation that builds a list where an `Object{...}` belongs.
+//! Kubernetes' and Kyverno's type checkers refuse these when the policy is
+//! created; an expression of type `dyn` is found out when it runs.
 
 use super::Place;
+use super::type_check::Ty;
 
-/// Why `expr`, at `place`, cannot give what that place needs.
-pub fn mismatch(place: Place, expr: &IdedExpr) -> Option<String> {
-    let evident = evident_type(expr)?;
-    let (wanted, fits): (&str, bool) = match place {
-        Place::MatchCondition(_) | Place::TargetCondition(_) => ("a bool", evident == "bool"),
-        Place::Mutation(_, "jsonPatch") => ("a list of JSONPatch{...}", evident == "list"),
+/// Why a value of type `ty`, at `place`, cannot be what that place needs.
+pub fn mismatch(place: Place, ty: &Ty) -> Option<String> {
+    let fits = match place {
+        Place::MatchCondition(_) | Place::TargetCondition(_) => matches!(ty, Ty::Bool | Ty::Dyn),
+        Place::Mutation(_, "jsonPatch") => match ty {
+            Ty::List(element) => matches!(**element, Ty::JsonPatch | Ty::Dyn),
+            other => *other == Ty::Dyn,
+        },
         // A map is merged as an object is, so it is let through.
-        Place::Mutation(..) => ("an Object{...}", matches!(evident, "Object" | "map")),
-        Place::AuditAnnotation(_) => ("a string or null", matches!(evident, "string" | "null")),
+        Place::Mutation(..) => matches!(ty, Ty::Object | Ty::Map(..) | Ty::Dyn),
+        Place::AuditAnnotation(_) => matches!(ty, Ty::String | Ty::Null | Ty::Dyn),
         Place::Variable(_) | Place::TargetExpression => return None,
     };
-    let article = if matches!(evident, "int" | "Object") {
+    let wanted = match place {
+        Place::MatchCondition(_) | Place::TargetCondition(_) => "a bool",
+        Place::Mutation(_, "jsonPatch") => "a list of JSONPatch{...}",
+        Place::Mutation(..) => "an Object{...}",
+        _ => "a string or null",
+    };
+    let article = if matches!(ty, Ty::Int | Ty::Object) {
         "an"
     } else {
         "a"
     };
-    (!fits).then(|| format!("gives {article} {evident}; it must give {wanted}"))
-}
-
-/// The type of `expr`'s value when its form alone tells it.
-fn evident_type(expr: &IdedExpr) -> Option<&'static str> {
-    match &expr.expr {
-        Expr::Literal(literal) => Some(match literal {
-            LiteralValue::Boolean(_) => "bool",
-            LiteralValue::Bytes(_) => "bytes",
-            LiteralValue::Double(_) => "double",
-            LiteralValue::Int(_) => "int",
-            LiteralValue::Null => "null",
-            LiteralValue::String(_) => "string",
-            LiteralValue::UInt(_) => "uint",
-        }),
-        Expr::List(_) => Some("list"),
-        Expr::Map(_) => Some("map"),
-        Expr::Struct(s) if s.type_name == "JSONPatch" => Some("JSONPatch"),
-        Expr::Struct(s) if s.type_name == "Object" => Some("Object"),
-        Expr::Call(call) if call.target.is_none() => match call.func_name.as_str() {
-            operators::EQUALS
-            | operators::NOT_EQUALS
-            | operators::LESS
-            | operators::LESS_EQUALS
-            | operators::GREATER
-            | operators::GREATER_EQUALS
-            | operators::LOGICAL_AND
-            | operators::LOGICAL_OR
-            | operators::LOGICAL_NOT
-            | operators::IN => Some("bool"),
-            operators::CONDITIONAL => {
-                let (Some(a), Some(b)) = (call.args.get(1), call.args.get(2)) else {
-                    return None;
-                };
-                let a = evident_type(a)?;
-                (Some(a) == evident_type(b)).then_some(a)
-            }
-            _ => None,
-        },
-        _ => None,
-    }
+    (!fits).then(|| format!("gives {article} {ty}; it must give {wanted}"))
 }
 
 #[cfg(test)]
@@ -74,7 +40,16 @@ mod tests {
     use super::*;
 
     fn check(place: Place, source: &str) -> Option<String> {
-        mismatch(place, &compile(source, "e").ok()?.expression)
+        let compiled = compile(source, "e").ok()?;
+        let mut functions = super::super::type_check::FunctionNames::new();
+        let ty = super::super::type_check::check(
+            source,
+            &compiled.expression,
+            &Default::default(),
+            &mut functions,
+        )
+        .ok()?;
+        mismatch(place, &ty)
     }
 
     #[test]
@@ -107,7 +82,7 @@ mod tests {
             (
                 apply,
                 "[Object{}]",
-                "gives a list; it must give an Object{...}",
+                "gives a list(Object); it must give an Object{...}",
             ),
             (
                 apply,

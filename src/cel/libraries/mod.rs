@@ -210,6 +210,8 @@ pub(crate) mod testing {
 
     /// Evaluates `source` in the environment its text asks for.
     pub fn eval(source: &str) -> Result<Value, ExecutionError> {
+        crate::cel::type_check::check_source(source)
+            .map_err(|e| ExecutionError::function_error("check", e))?;
         let libraries = Libraries::for_sources([source]);
         let env = Arc::new(runtime_env(&BTreeSet::new(), libraries));
         let mut compiled = crate::cel::program::compile(source, "e")

@@ -1,0 +1,809 @@
+//! Types, checked at load as far as they are known, as cel-go's checker
+//! checks them when Kubernetes or Kyverno admit a policy: `'a' + 1`,
+//! `size(1)`, `object.metadata.name.startWith('x')` (a function nothing
+//! declares), `[1, 2].all(x, x + 1)`. Without this the evaluator finds them
+//! only on the requests that reach them, where a `Fail` policy then rejects.
+//!
+//! The request's objects have no schema here, so `object`, `params` and the
+//! like are `dyn`, and so is whatever a library function without a
+//! signature below gives: a type error is reported only where the types
+//! involved are known (literals, the core functions, the operators,
+//! variables built from them). Whether a called function exists is asked of
+//! an environment with every library in it, so no list of names is kept.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+use ::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+
+use super::environment::{Libraries, runtime_env};
+
+/// A type as far as it is known; `Dyn` where it is not.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Ty {
+    Dyn,
+    Null,
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    List(Box<Ty>),
+    Map(Box<Ty>, Box<Ty>),
+    Timestamp,
+    Duration,
+    Type,
+    /// `Object{...}` and its nested `Object.spec{...}`: its fields are the
+    /// object's, not known here.
+    Object,
+    JsonPatch,
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::List(element) => write!(f, "list({element})"),
+            Ty::Map(key, value) => write!(f, "map({key}, {value})"),
+            other => f.write_str(other.kind()),
+        }
+    }
+}
+
+impl Ty {
+    fn list(element: Ty) -> Ty {
+        Ty::List(Box::new(element))
+    }
+
+    /// The name of the type without its parameters, as messages say it.
+    pub(super) fn kind(&self) -> &'static str {
+        match self {
+            Ty::Dyn => "dyn",
+            Ty::Null => "null",
+            Ty::Bool => "bool",
+            Ty::Int => "int",
+            Ty::Uint => "uint",
+            Ty::Double => "double",
+            Ty::String => "string",
+            Ty::Bytes => "bytes",
+            Ty::List(_) => "list",
+            Ty::Map(..) => "map",
+            Ty::Timestamp => "timestamp",
+            Ty::Duration => "duration",
+            Ty::Type => "type",
+            Ty::Object => "Object",
+            Ty::JsonPatch => "JSONPatch",
+        }
+    }
+
+    fn is_numeric(&self) -> bool {
+        matches!(self, Ty::Int | Ty::Uint | Ty::Double)
+    }
+}
+
+/// Whether a value of type `a` may stand where `b` is wanted: `dyn` fits
+/// everything and everything fits `dyn`.
+fn fits(a: &Ty, b: &Ty) -> bool {
+    match (a, b) {
+        (Ty::Dyn, _) | (_, Ty::Dyn) => true,
+        (Ty::List(a), Ty::List(b)) => fits(a, b),
+        (Ty::Map(ka, va), Ty::Map(kb, vb)) => fits(ka, kb) && fits(va, vb),
+        _ => a == b,
+    }
+}
+
+/// The type of a value that is of type `a` or of type `b`.
+fn join(a: Ty, b: Ty) -> Ty {
+    match (a, b) {
+        (a, b) if a == b => a,
+        (Ty::List(a), Ty::List(b)) => Ty::list(join(*a, *b)),
+        (Ty::Map(ka, va), Ty::Map(kb, vb)) => {
+            Ty::Map(Box::new(join(*ka, *kb)), Box::new(join(*va, *vb)))
+        }
+        _ => Ty::Dyn,
+    }
+}
+
+/// Asks an environment with every library whether a function is declared.
+pub(super) struct FunctionNames {
+    context: ::cel::Context<'static, 'static>,
+}
+
+impl FunctionNames {
+    pub(super) fn new() -> Self {
+        let env = runtime_env(&BTreeSet::new(), Libraries::every());
+        FunctionNames {
+            context: ::cel::Context::with_env(Arc::new(env)),
+        }
+    }
+
+    /// The crate refuses a context function named as a declared overload,
+    /// which is the one public way to ask whether `name` is declared; the
+    /// probe it adds on success lives in this context only.
+    fn declared(&mut self, name: &str) -> bool {
+        self.context.add_function(name, |x: i64| x).is_err()
+    }
+}
+
+/// Why an expression cannot be typed, and what in its text to point at.
+struct TypeError {
+    message: String,
+    anchor: Option<Anchor>,
+}
+
+/// What of the text an error is about: a name (a function called, a field
+/// selected) or an operator.
+enum Anchor {
+    Name(String),
+    Symbol(&'static str),
+}
+
+/// The type of `expr`, or why it is wrong, with its line and column when
+/// the text shows unambiguously where. `variables` are the types of the
+/// policy's variables declared before this expression.
+pub(super) fn check(
+    source: &str,
+    expr: &IdedExpr,
+    variables: &BTreeMap<String, Ty>,
+    functions: &mut FunctionNames,
+) -> Result<Ty, String> {
+    let mut checker = Checker {
+        variables,
+        functions,
+        scopes: Vec::new(),
+    };
+    checker.infer(expr).map_err(|error| {
+        match error.anchor.and_then(|anchor| position(source, &anchor)) {
+            Some((line, column)) => format!("line {line}, column {column}: {}", error.message),
+            None => error.message,
+        }
+    })
+}
+
+struct Checker<'a> {
+    variables: &'a BTreeMap<String, Ty>,
+    functions: &'a mut FunctionNames,
+    /// The comprehension variables in scope, innermost last.
+    scopes: Vec<(String, Ty)>,
+}
+
+impl Checker<'_> {
+    fn infer(&mut self, expr: &IdedExpr) -> Result<Ty, TypeError> {
+        match &expr.expr {
+            Expr::Literal(literal) => Ok(match literal {
+                LiteralValue::Boolean(_) => Ty::Bool,
+                LiteralValue::Bytes(_) => Ty::Bytes,
+                LiteralValue::Double(_) => Ty::Double,
+                LiteralValue::Int(_) => Ty::Int,
+                LiteralValue::Null => Ty::Null,
+                LiteralValue::String(_) => Ty::String,
+                LiteralValue::UInt(_) => Ty::Uint,
+            }),
+            Expr::Ident(name) => Ok(self.ident(name)),
+            Expr::Select(select) => {
+                if let Expr::Ident(name) = &select.operand.expr
+                    && name == "variables"
+                    && !self.bound(name)
+                {
+                    let known = self.variables.get(&select.field).cloned();
+                    return Ok(if select.test {
+                        Ty::Bool
+                    } else {
+                        known.unwrap_or(Ty::Dyn)
+                    });
+                }
+                let operand = self.infer(&select.operand)?;
+                let field = match operand {
+                    Ty::Dyn | Ty::Object => Ty::Dyn,
+                    Ty::Map(_, value) => *value,
+                    other => {
+                        return Err(TypeError {
+                            message: format!("type '{other}' does not support field selection"),
+                            anchor: Some(Anchor::Name(select.field.clone())),
+                        });
+                    }
+                };
+                Ok(if select.test { Ty::Bool } else { field })
+            }
+            Expr::List(list) => {
+                let mut element: Option<Ty> = None;
+                for (i, item) in list.elements.iter().enumerate() {
+                    let mut ty = self.infer(item)?;
+                    if list.optional_indices.contains(&i) {
+                        ty = Ty::Dyn;
+                    }
+                    element = Some(match element {
+                        None => ty,
+                        Some(before) => join(before, ty),
+                    });
+                }
+                Ok(Ty::list(element.unwrap_or(Ty::Dyn)))
+            }
+            Expr::Map(map) => {
+                let mut kv: Option<(Ty, Ty)> = None;
+                for entry in &map.entries {
+                    if let EntryExpr::MapEntry(entry) = &entry.expr {
+                        let key = self.infer(&entry.key)?;
+                        let value = if entry.optional {
+                            self.infer(&entry.value)?;
+                            Ty::Dyn
+                        } else {
+                            self.infer(&entry.value)?
+                        };
+                        kv = Some(match kv {
+                            None => (key, value),
+                            Some((k, v)) => (join(k, key), join(v, value)),
+                        });
+                    }
+                }
+                let (key, value) = kv.unwrap_or((Ty::Dyn, Ty::Dyn));
+                Ok(Ty::Map(Box::new(key), Box::new(value)))
+            }
+            Expr::Struct(s) => {
+                for entry in &s.entries {
+                    if let EntryExpr::StructField(field) = &entry.expr {
+                        self.infer(&field.value)?;
+                    }
+                }
+                Ok(if s.type_name == "JSONPatch" {
+                    Ty::JsonPatch
+                } else if s.type_name == "Object" || s.type_name.starts_with("Object.") {
+                    Ty::Object
+                } else {
+                    Ty::Dyn
+                })
+            }
+            Expr::Comprehension(c) => self.comprehension(c),
+            Expr::Call(call) => self.call(call),
+            Expr::Unspecified => Ok(Ty::Dyn),
+        }
+    }
+
+    fn bound(&self, name: &str) -> bool {
+        self.scopes.iter().any(|(bound, _)| bound == name)
+    }
+
+    fn ident(&self, name: &str) -> Ty {
+        if let Some((_, ty)) = self.scopes.iter().rev().find(|(bound, _)| bound == name) {
+            return ty.clone();
+        }
+        match name {
+            "bool" | "int" | "uint" | "double" | "string" | "bytes" | "list" | "map"
+            | "null_type" | "type" => Ty::Type,
+            _ => Ty::Dyn,
+        }
+    }
+
+    fn comprehension(
+        &mut self,
+        c: &::cel::common::ast::ComprehensionExpr,
+    ) -> Result<Ty, TypeError> {
+        let range = self.infer(&c.iter_range)?;
+        let (first, second) = match range {
+            Ty::Dyn => (Ty::Dyn, Ty::Dyn),
+            // One variable: a list's elements, a map's keys; two: a list's
+            // indices and elements, a map's keys and values.
+            Ty::List(element) if c.iter_var2.is_some() => (Ty::Int, *element),
+            Ty::List(element) => (*element, Ty::Dyn),
+            Ty::Map(key, value) => (*key, *value),
+            other => {
+                return Err(TypeError {
+                    message: format!(
+                        "expression of type '{other}' cannot be range of a comprehension (must be list, map, or dynamic)"
+                    ),
+                    anchor: None,
+                });
+            }
+        };
+        // The accumulator keeps the initial value's type; an empty list or
+        // map starts with elements of any type.
+        let accumulator = match self.infer(&c.accu_init)? {
+            Ty::List(_) => Ty::list(Ty::Dyn),
+            Ty::Map(..) => Ty::Map(Box::new(Ty::Dyn), Box::new(Ty::Dyn)),
+            other => other,
+        };
+        let depth = self.scopes.len();
+        self.scopes.push((c.accu_var.clone(), accumulator));
+        let result = self.infer(&c.result);
+        self.scopes.push((c.iter_var.clone(), first));
+        if let Some(second_var) = &c.iter_var2 {
+            self.scopes.push((second_var.clone(), second));
+        }
+        let inner = result.and_then(|result| {
+            self.infer(&c.loop_cond)?;
+            self.macro_condition(c)?;
+            self.infer(&c.loop_step)?;
+            Ok(result)
+        });
+        self.scopes.truncate(depth);
+        inner
+    }
+
+    /// The condition of `all`, `exists`, `exists_one` and `filter` must give
+    /// a bool; said of the macro, not of the `&&` or `?:` it expands into.
+    fn macro_condition(
+        &mut self,
+        c: &::cel::common::ast::ComprehensionExpr,
+    ) -> Result<(), TypeError> {
+        let Expr::Call(step) = &c.loop_step.expr else {
+            return Ok(());
+        };
+        let condition = match (step.func_name.as_str(), step.args.as_slice()) {
+            ("_&&_" | "_||_", [accumulator, condition]) if matches!(&accumulator.expr, Expr::Ident(name) if *name == c.accu_var) => {
+                condition
+            }
+            ("_?_:_", [condition, _, _]) => condition,
+            _ => return Ok(()),
+        };
+        let ty = self.infer(condition)?;
+        if fits(&ty, &Ty::Bool) {
+            return Ok(());
+        }
+        Err(TypeError {
+            message: format!("a macro's condition gives '{ty}'; it must give 'bool'"),
+            anchor: None,
+        })
+    }
+
+    fn call(&mut self, call: &::cel::common::ast::CallExpr) -> Result<Ty, TypeError> {
+        let name = call.func_name.as_str();
+        // `optional.of(x)`, `math.abs(x)`: a function of a namespace, where
+        // one is declared by that name; Kyverno's `resource` and `image` are
+        // values whose functions are members.
+        let qualified = match call.target.as_deref().map(|t| &t.expr) {
+            Some(Expr::Ident(namespace)) if !self.bound(namespace) => {
+                Some(format!("{namespace}.{name}"))
+            }
+            _ => None,
+        };
+        let namespaced = qualified
+            .clone()
+            .filter(|qualified| self.functions.declared(qualified));
+        let receiver = match (&call.target, &namespaced) {
+            (Some(target), None) => Some(self.infer(target)?),
+            _ => None,
+        };
+        let mut args = Vec::with_capacity(call.args.len());
+        for arg in &call.args {
+            args.push(self.infer(arg)?);
+        }
+        let full_name = namespaced.as_deref().unwrap_or(name);
+        if let Some(result) = operator(name, &args) {
+            return result.map_err(|()| TypeError {
+                message: no_overload(name, None, &args),
+                anchor: symbol(name).map(Anchor::Symbol),
+            });
+        }
+        // Names the parser's and this policy's rewrites give their helpers
+        // (`@not_strictly_false`, `math.@max`), and the optional operators
+        // (`_?._`, `_[?_]`).
+        if name.contains('@') || name.starts_with('_') {
+            return Ok(if name == "@not_strictly_false" {
+                Ty::Bool
+            } else {
+                Ty::Dyn
+            });
+        }
+        if !self.functions.declared(full_name) {
+            // `math.absolute(1)` is said as cel-go says it; `object.f()` is
+            // a member call.
+            let reported = qualified.as_deref().filter(|q| {
+                q.split('.')
+                    .next()
+                    .is_some_and(super::declarations::is_namespace)
+            });
+            return Err(TypeError {
+                message: format!("undeclared reference to '{}'", reported.unwrap_or(name)),
+                anchor: Some(Anchor::Name(name.to_string())),
+            });
+        }
+        let Some(overloads) = signatures(full_name, receiver.is_some()) else {
+            return Ok(Ty::Dyn);
+        };
+        let mut all = Vec::with_capacity(args.len() + 1);
+        all.extend(receiver.clone());
+        all.extend(args.iter().cloned());
+        resolve(&overloads, &all).ok_or_else(|| TypeError {
+            message: no_overload(full_name, receiver.as_ref(), &args),
+            anchor: Some(Anchor::Name(name.to_string())),
+        })
+    }
+}
+
+/// cel-go's message: `found no matching overload for '_+_' applied to
+/// '(string, int)'`, a member call's receiver before a dot.
+fn no_overload(name: &str, receiver: Option<&Ty>, args: &[Ty]) -> String {
+    let args: Vec<String> = args.iter().map(Ty::to_string).collect();
+    let receiver = receiver.map(|r| format!("{r}.")).unwrap_or_default();
+    format!(
+        "found no matching overload for '{name}' applied to '{receiver}({})'",
+        args.join(", ")
+    )
+}
+
+/// What the overloads that fit `args` give: their common type, `dyn` when
+/// they differ; `None` when none fits.
+fn resolve(overloads: &[(Vec<Ty>, Ty)], args: &[Ty]) -> Option<Ty> {
+    overloads
+        .iter()
+        .filter(|(params, _)| {
+            params.len() == args.len() && params.iter().zip(args).all(|(p, a)| fits(a, p))
+        })
+        .map(|(_, result)| result.clone())
+        .reduce(|a, b| if a == b { a } else { Ty::Dyn })
+}
+
+/// The type an operator gives, `Err` when no overload takes `args`; `None`
+/// when `name` is no operator.
+fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>> {
+    use Ty::*;
+    let found = |overloads: Vec<(Vec<Ty>, Ty)>| resolve(&overloads, args).ok_or(());
+    let same = |types: &[Ty], result: Option<Ty>| -> Vec<(Vec<Ty>, Ty)> {
+        types
+            .iter()
+            .map(|t| {
+                (
+                    vec![t.clone(), t.clone()],
+                    result.clone().unwrap_or(t.clone()),
+                )
+            })
+            .collect()
+    };
+    Some(match (name, args) {
+        ("_+_", [List(a), List(b)]) => Ok(Ty::list(join(*a.clone(), *b.clone()))),
+        ("_+_", _) => {
+            let mut o = same(
+                &[Int, Uint, Double, String, Bytes, Duration, Ty::list(Dyn)],
+                None,
+            );
+            o.push((vec![Timestamp, Duration], Timestamp));
+            o.push((vec![Duration, Timestamp], Timestamp));
+            found(o)
+        }
+        ("_-_", _) => {
+            let mut o = same(&[Int, Uint, Double, Duration], None);
+            o.push((vec![Timestamp, Timestamp], Duration));
+            o.push((vec![Timestamp, Duration], Timestamp));
+            found(o)
+        }
+        ("_*_" | "_/_", _) => found(same(&[Int, Uint, Double], None)),
+        ("_%_", _) => found(same(&[Int, Uint], None)),
+        ("-_", _) => found(vec![
+            (vec![Int], Int),
+            (vec![Double], Double),
+            (vec![Duration], Duration),
+        ]),
+        ("!_", _) => found(vec![(vec![Bool], Bool)]),
+        ("_&&_" | "_||_", _) => found(vec![(vec![Bool, Bool], Bool)]),
+        ("_<_" | "_<=_" | "_>_" | "_>=_", [a, b]) => {
+            let comparable = fits(a, b)
+                && !matches!(a, List(_) | Map(..) | Null | Type | Object | JsonPatch)
+                || a.is_numeric() && b.is_numeric();
+            if comparable { Ok(Bool) } else { Err(()) }
+        }
+        // Equality is refused only between values that can never be equal:
+        // `1 == 'a'`, not `1 == 1.0` nor anything compared with null.
+        ("_==_" | "_!=_", [a, b]) => {
+            let unknown = |t: &Ty| matches!(t, Dyn | Null | Object | JsonPatch);
+            if unknown(a) || unknown(b) || fits(a, b) || a.is_numeric() && b.is_numeric() {
+                Ok(Bool)
+            } else {
+                Err(())
+            }
+        }
+        ("@in", [element, container]) => match container {
+            Dyn | Object => Ok(Bool),
+            List(item) | Map(item, _) if fits(element, item) => Ok(Bool),
+            _ => Err(()),
+        },
+        ("_[_]", [container, index]) => match container {
+            Dyn | Object => Ok(Dyn),
+            List(item) if fits(index, &Int) || matches!(index, Uint) => Ok(*item.clone()),
+            Map(key, value) if fits(index, key) => Ok(*value.clone()),
+            _ => Err(()),
+        },
+        ("_?_:_", [condition, a, b]) => {
+            // Both branches give one type, as cel-go's `(bool, A, A) -> A`.
+            let unknown = |t: &Ty| matches!(t, Dyn | Null);
+            let objects = matches!((a, b), (Object, Map(..)) | (Map(..), Object));
+            let same = unknown(a) || unknown(b) || fits(a, b) || objects;
+            if fits(condition, &Bool) && same {
+                Ok(join(a.clone(), b.clone()))
+            } else {
+                Err(())
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// The text of an operator, to find it in the expression.
+fn symbol(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "_+_" => "+",
+        "_-_" | "-_" => "-",
+        "_*_" => "*",
+        "_/_" => "/",
+        "_%_" => "%",
+        "!_" => "!",
+        "_&&_" => "&&",
+        "_||_" => "||",
+        "_<_" => "<",
+        "_<=_" => "<=",
+        "_>_" => ">",
+        "_>=_" => ">=",
+        "_==_" => "==",
+        "_!=_" => "!=",
+        "@in" => "in",
+        "_[_]" => "[",
+        "_?_:_" => "?",
+        _ => return None,
+    })
+}
+
+/// The overloads of the functions whose types are known here: the standard
+/// library's and its strings extension's (a member's receiver comes first).
+/// `None` for the rest, which give `dyn`.
+fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty>, Ty)>> {
+    use Ty::*;
+    let each = |args: &[Ty], result: Ty| -> Vec<(Vec<Ty>, Ty)> {
+        args.iter()
+            .map(|a| (vec![a.clone()], result.clone()))
+            .collect()
+    };
+    let list = || Ty::list(Dyn);
+    let map = || Map(Box::new(Dyn), Box::new(Dyn));
+    Some(match (name, member) {
+        ("size", _) => each(&[String, Bytes, list(), map()], Int),
+        ("contains" | "startsWith" | "endsWith", true) => vec![(vec![String, String], Bool)],
+        ("matches", _) => vec![(vec![String, String], Bool)],
+        ("int", false) => each(&[Int, Uint, Double, String, Timestamp, Duration], Int),
+        ("uint", false) => each(&[Int, Uint, Double, String], Uint),
+        ("double", false) => each(&[Int, Uint, Double, String], Double),
+        ("string", false) => each(
+            &[String, Bool, Int, Uint, Double, Bytes, Timestamp, Duration],
+            String,
+        ),
+        ("bytes", false) => each(&[String, Bytes], Bytes),
+        ("bool", false) => each(&[Bool, String], Bool),
+        ("duration", false) => each(&[String, Duration], Duration),
+        ("timestamp", false) => each(&[String, Int, Timestamp], Timestamp),
+        ("type", false) => each(&[Dyn], Type),
+        (
+            "getFullYear" | "getMonth" | "getDate" | "getDayOfMonth" | "getDayOfWeek"
+            | "getDayOfYear",
+            true,
+        ) => vec![(vec![Timestamp], Int), (vec![Timestamp, String], Int)],
+        ("getHours" | "getMinutes" | "getSeconds" | "getMilliseconds", true) => vec![
+            (vec![Timestamp], Int),
+            (vec![Timestamp, String], Int),
+            (vec![Duration], Int),
+        ],
+        ("charAt", true) => vec![(vec![String, Int], String)],
+        ("indexOf" | "lastIndexOf", true) => vec![
+            (vec![String, String], Int),
+            (vec![String, String, Int], Int),
+            (vec![list(), Dyn], Int),
+        ],
+        ("lowerAscii" | "upperAscii" | "trim", true) => vec![(vec![String], String)],
+        ("replace", true) => vec![
+            (vec![String, String, String], String),
+            (vec![String, String, String, Int], String),
+        ],
+        ("split", true) => vec![
+            (vec![String, String], Ty::list(String)),
+            (vec![String, String, Int], Ty::list(String)),
+        ],
+        ("substring", true) => vec![
+            (vec![String, Int], String),
+            (vec![String, Int, Int], String),
+        ],
+        ("join", true) => vec![
+            (vec![Ty::list(String)], String),
+            (vec![Ty::list(String), String], String),
+        ],
+        ("format", true) => vec![(vec![String, list()], String)],
+        ("reverse", true) => vec![(vec![String], String), (vec![list()], list())],
+        ("strings.quote", false) => vec![(vec![String], String)],
+        _ => return None,
+    })
+}
+
+/// Where `anchor` stands in `source`, outside quoted text, when it stands
+/// there once (line and column from 1): the parsers keep no positions.
+fn position(source: &str, anchor: &Anchor) -> Option<(usize, usize)> {
+    let (text, is_name) = match anchor {
+        Anchor::Name(name) => (name.as_str(), true),
+        Anchor::Symbol(symbol) => (*symbol, false),
+    };
+    let name_char = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let operator_char = |c: char| "=<>!&|".contains(c);
+    let mut quoted = super::program::Quoted::default();
+    let mut found = None;
+    let mut count = 0;
+    for (at, c) in source.char_indices() {
+        if quoted.next(c) || !source.get(at..).is_some_and(|rest| rest.starts_with(text)) {
+            continue;
+        }
+        let before = source.get(..at).and_then(|s| s.chars().next_back());
+        let after = source.get(at + text.len()..).and_then(|s| s.chars().next());
+        let apart = |c: Option<char>| match c {
+            None => true,
+            Some(c) if is_name => !name_char(c),
+            Some(c) => !operator_char(c),
+        };
+        if apart(before) && apart(after) {
+            count += 1;
+            found = Some(at);
+        }
+    }
+    let at = found.filter(|_| count == 1)?;
+    let before = source.get(..at)?;
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |nl| nl + 1);
+    Some((line, before.get(line_start..)?.chars().count() + 1))
+}
+
+/// The load-time check of one expression, for the tests that evaluate
+/// expressions: what they expect to run must pass it.
+#[cfg(test)]
+pub(crate) fn check_source(source: &str) -> Result<Ty, String> {
+    let compiled = super::program::compile(source, "e")?;
+    check(
+        source,
+        &compiled.expression,
+        &BTreeMap::new(),
+        &mut FunctionNames::new(),
+    )
+    .map_err(|why| format!("check: {why}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::program::compile;
+    use super::*;
+
+    fn type_of(source: &str) -> Result<Ty, String> {
+        type_with(source, &BTreeMap::new())
+    }
+
+    #[test]
+    fn the_test_helper_says_check() {
+        assert_eq!(
+            check_source("'a' + 1").map_err(|e| e.starts_with("check: ")),
+            Err(true)
+        );
+    }
+
+    fn type_with(source: &str, variables: &BTreeMap<String, Ty>) -> Result<Ty, String> {
+        let compiled = compile(source, "e")?;
+        check(
+            source,
+            &compiled.expression,
+            variables,
+            &mut FunctionNames::new(),
+        )
+    }
+
+    #[test]
+    fn well_typed_expressions_pass_with_their_types() {
+        use Ty::*;
+        for (source, ty) in [
+            ("1 + 2", Int),
+            ("'a' + object.metadata.name", String),
+            ("object.metadata.name + 'a'", String),
+            ("size(object.spec.containers) > 0", Bool),
+            ("object.metadata.name.startsWith('x')", Bool),
+            ("[1, 2].map(x, x * 2)", Ty::list(Dyn)),
+            ("[1, 2].all(x, x > 0)", Bool),
+            ("[1, 2].exists_one(x, x > 0)", Bool),
+            ("{'a': 1}['a']", Int),
+            ("{'a': 1}.a + 1", Int),
+            ("[1, 'a']", Ty::list(Dyn)),
+            ("1 == 1.0 && 1 < 2.0 && null == 'a' && object == 1", Bool),
+            ("'a'.split(',').join('-')", String),
+            (
+                "timestamp('2024-01-01T00:00:00Z') + duration('1h')",
+                Timestamp,
+            ),
+            ("Object{metadata: Object.metadata{name: 'x'}}", Object),
+            (
+                "[JSONPatch{op: 'add', path: '/a', value: 1}]",
+                Ty::list(JsonPatch),
+            ),
+            ("optional.of(1).orValue(2) + 1", Int),
+            ("math.greatest(1, 2)", Dyn),
+            ("cel.bind(x, 'a', x + 'b')", String),
+            ("[1, 2].all(i, v, v > i)", Bool),
+            (
+                "{'a': 1}.transformMap(k, v, v + 1)",
+                Map(Box::new(Dyn), Box::new(Dyn)),
+            ),
+            ("type(1) == int", Bool),
+            ("object.?metadata.name.orValue('') == ''", Bool),
+            ("quantity('1Gi').isGreaterThan(quantity('1Mi'))", Dyn),
+        ] {
+            assert_eq!(type_of(source), Ok(ty), "{source}");
+        }
+    }
+
+    #[test]
+    fn type_errors_are_refused_with_cel_go_messages() {
+        for (source, message) in [
+            (
+                "'a' + 1",
+                "line 1, column 5: found no matching overload for '_+_' applied to '(string, int)'",
+            ),
+            (
+                "size(1)",
+                "line 1, column 1: found no matching overload for 'size' applied to '(int)'",
+            ),
+            (
+                "object.metadata.name.startWith('x')",
+                "line 1, column 22: undeclared reference to 'startWith'",
+            ),
+            (
+                "(1).startsWith('x')",
+                "line 1, column 5: found no matching overload for 'startsWith' applied to 'int.(string)'",
+            ),
+            (
+                "[1].all(x, x + 1)",
+                "a macro's condition gives 'int'; it must give 'bool'",
+            ),
+            (
+                "[1].filter(x, 'a')",
+                "a macro's condition gives 'string'; it must give 'bool'",
+            ),
+            (
+                "1 == 'a'",
+                "line 1, column 3: found no matching overload for '_==_' applied to '(int, string)'",
+            ),
+            (
+                "'a'.b",
+                "line 1, column 5: type 'string' does not support field selection",
+            ),
+            (
+                "[1, 2]['a']",
+                "found no matching overload for '_[_]' applied to '(list(int), string)'",
+            ),
+            (
+                "1.all(x, x)",
+                "expression of type 'int' cannot be range of a comprehension (must be list, map, or dynamic)",
+            ),
+            (
+                "object.a + 1 + 'x' + 2",
+                "found no matching overload for '_+_' applied to '(int, string)'",
+            ),
+            (
+                "object.startWith('x')",
+                "line 1, column 8: undeclared reference to 'startWith'",
+            ),
+            (
+                "true ? [1] : 1",
+                "line 1, column 6: found no matching overload for '_?_:_' applied to '(bool, list(int), int)'",
+            ),
+            (
+                "math.absolute(1)",
+                "line 1, column 6: undeclared reference to 'math.absolute'",
+            ),
+        ] {
+            assert_eq!(
+                type_of(source).as_ref().map_err(String::as_str),
+                Err(message),
+                "{source}"
+            );
+        }
+    }
+
+    #[test]
+    fn variables_have_the_types_of_their_expressions() {
+        let variables = BTreeMap::from([("zone".to_string(), Ty::String)]);
+        assert_eq!(
+            type_with("variables.zone + 'x'", &variables),
+            Ok(Ty::String)
+        );
+        assert!(type_with("variables.zone + 1", &variables).is_err());
+        assert_eq!(type_with("variables.other + 1", &variables), Ok(Ty::Int));
+    }
+}
