@@ -274,6 +274,10 @@ run_case() {
   run_case cel_time_library
 }
 
+@test "kyverno_time_now: a pasted ClusterPolicy reading the clock: time_now_utc() and time_now() as RFC 3339 in UTC from the clock the host gives, time_since with an empty end time counting to now" {
+  run_case kyverno_time_now
+}
+
 @test "cel_zone_and_region_from_node: the project's job as a MutatingPolicy: resource.Get reads the Node (its labels only), zone and region onto the Binding" {
   run_case cel_zone_and_region_from_node
 }

@@ -917,7 +917,7 @@ mod point6_functions {
                 "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"out": expression}}}}})))
         };
         assert!(with("{{ x509_decode('a') }}").contains("x509_decode() is not available"));
-        assert!(with("{{ time_now_utc() }}").contains("reads the clock"));
+        assert!(with("{{ random('[a-z]{4}') }}").contains("random values"));
     }
 }
 

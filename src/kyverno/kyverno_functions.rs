@@ -1,6 +1,6 @@
 //! Kyverno's JMESPath functions that need more than a line: arithmetic over
 //! numbers, quantities and durations; regular expressions; YAML; semantic
-//! version ranges; and the time functions that do not read the clock.
+//! version ranges; and the time functions.
 
 use std::rc::Rc;
 
@@ -13,20 +13,10 @@ use super::time::Instant;
 use super::units::{Duration, Quantity};
 
 /// Kyverno functions left out, with the reason given at load time.
-pub const REFUSED: &[(&str, &str)] = &[
-    (
-        "time_now",
-        "it reads the clock, and an admission decision here depends only on the request and the cluster; use a time from the request (e.g. request.object.metadata.creationTimestamp)",
-    ),
-    (
-        "time_now_utc",
-        "it reads the clock, and an admission decision here depends only on the request and the cluster; use a time from the request (e.g. request.object.metadata.creationTimestamp)",
-    ),
-    (
-        "random",
-        "random values would make the same request mutate differently on each evaluation",
-    ),
-];
+pub const REFUSED: &[(&str, &str)] = &[(
+    "random",
+    "random values would make the same request mutate differently on each evaluation",
+)];
 
 /// Registers the functions through `add(name, argument types, body)`.
 pub fn register(add: &mut dyn FnMut(&str, Vec<T>, Body)) {
@@ -164,10 +154,8 @@ fn register_time(add: &mut dyn FnMut(&str, Vec<T>, Body)) {
             let parse = |i: usize| -> Result<Instant, JmespathError> {
                 let value = str_arg(a, i, c)?;
                 if value.is_empty() {
-                    return Err(fail(
-                        c,
-                        "time_since: an empty end time means now, and this policy does not read the clock".into(),
-                    ));
+                    // As in Kyverno, an empty end time is now.
+                    return now(c, "time_since");
                 }
                 let parsed = if layout.is_empty() {
                     Instant::parse_rfc3339(value)
@@ -181,6 +169,15 @@ fn register_time(add: &mut dyn FnMut(&str, Vec<T>, Body)) {
             string(Duration { nanos }.to_go_string())
         }),
     );
+    // Go's `time.Now().Format(time.RFC3339)`: whole seconds. The module has
+    // no local zone, so `time_now` is in UTC too, as Kyverno's own Pods run.
+    for name in ["time_now", "time_now_utc"] {
+        add(
+            name,
+            vec![],
+            Box::new(move |_, c| string(now(c, name)?.to_rfc3339())),
+        );
+    }
     add(
         "time_truncate",
         vec![s(), s()],
@@ -199,6 +196,11 @@ fn register_time(add: &mut dyn FnMut(&str, Vec<T>, Body)) {
         vec![s()],
         Box::new(move |a, c| string(time(a, 0, c)?.to_cron())),
     );
+}
+
+/// The time now, or the error that the clock is before 1970.
+fn now(c: &Context, function: &str) -> Result<Instant, JmespathError> {
+    Instant::now().ok_or_else(|| fail(c, format!("{function}: the clock is before 1970")))
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -497,7 +499,14 @@ mod tests {
             eval("time_since('', '2023-01-12T17:00:00Z', '2023-01-12T17:30:00Z')"),
             "30m0s"
         );
-        assert!(fails("time_since('', '2023-01-12T17:00:00Z', '')").contains("clock"));
+        // An empty end time is now.
+        let since = eval("time_since('', '2023-01-12T17:00:00Z', '')");
+        assert!(
+            since
+                .as_str()
+                .is_some_and(|s| s.ends_with('s') && s.contains('h')),
+            "{since}"
+        );
         assert!(fails("time_add('yesterday', '1h')").contains("RFC 3339"));
         // Extremes stay answers, never overflow traps.
         for expression in [
@@ -511,6 +520,24 @@ mod tests {
         ] {
             let rt = Functions::all();
             let _ = search_var(&rt, expression, &Rc::new(Variable::Null));
+        }
+    }
+
+    #[test]
+    fn time_now_is_the_clock_in_rfc3339_utc() {
+        for function in ["time_now()", "time_now_utc()"] {
+            let now = eval(function);
+            let text = now.as_str().unwrap_or_default();
+            assert!(
+                text.ends_with('Z') && !text.contains('.'),
+                "{function}: {now}"
+            );
+            let parsed = Instant::parse_rfc3339(text).unwrap();
+            let clock = Instant::now().unwrap();
+            assert!(
+                (clock.nanos - parsed.nanos).abs() < 60 * 1_000_000_000,
+                "{function}: {text}"
+            );
         }
     }
 }

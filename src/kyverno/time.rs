@@ -42,6 +42,18 @@ struct Civil {
 }
 
 impl Instant {
+    /// The clock the host gives the module (WASI's realtime clock in
+    /// policy-server and kwctl), in UTC; `None` before 1970.
+    pub fn now() -> Option<Instant> {
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        Some(Instant {
+            nanos: i128::try_from(since_epoch.as_nanos()).ok()?,
+            offset_seconds: 0,
+        })
+    }
+
     pub fn parse_rfc3339(text: &str) -> Option<Instant> {
         Instant::parse_layout("2006-01-02T15:04:05Z07:00", text).ok()
     }

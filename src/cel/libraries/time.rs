@@ -286,13 +286,8 @@ fn to_int<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execution
 }
 
 fn now<'b, 'v>(_args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let since_epoch = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_err(|_| error("time.now", "the clock is before 1970"))?;
-    opaque(Timestamp(Instant {
-        nanos: since_epoch.as_nanos() as i128,
-        offset_seconds: 0,
-    }))
+    let now = Instant::now().ok_or_else(|| error("time.now", "the clock is before 1970"))?;
+    opaque(Timestamp(now))
 }
 
 /// Go's `Time.Truncate`, which Kyverno calls: down to a multiple of the
