@@ -270,7 +270,7 @@ run_case() {
   run_case cel_kyverno_binding_test
 }
 
-@test "cel_time_library: timestamps, durations and Kyverno's time library in a MutatingPolicy: time.now() from the clock the host gives, truncate, toCron, arithmetic, written as RFC 3339" {
+@test "cel_time_library: timestamps, durations and Kyverno's time library in a MutatingPolicy: time.now() from the clock the host gives, truncate, toCron, arithmetic, written as RFC 3339 and by '%s'.format" {
   run_case cel_time_library
 }
 

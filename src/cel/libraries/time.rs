@@ -14,15 +14,16 @@
 //! (`+05:30`); named zones need a zone database the module does not carry.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
-use ::cel::common::ast::{Expr, IdedExpr, operators};
+use ::cel::common::ast::{CallExpr, Expr, IdedExpr, operators};
 use ::cel::common::types::{Kind, Type};
 use ::cel::common::value::CowVal;
 use ::cel::objects::Opaque;
 use ::cel::{Env, ExecutionError, Value};
 
 use super::{
-    dyn_type, error, global, int, int_type, member, opaque, opaque_arg, string, string_type,
+    dyn_type, error, global, int, int_type, member, opaque, opaque_arg, owned, string, string_type,
 };
 use crate::kyverno::time::Instant;
 use crate::kyverno::units::Duration as GoDuration;
@@ -118,6 +119,7 @@ pub fn register(env: &mut Env) {
     global(env, "string", "t", vec![ts()], to_string);
     global(env, "string", "d", vec![dur()], to_string);
     global(env, "int", "t", vec![ts()], to_int);
+    global(env, FORMAT_ARGS, "l", vec![dyn_type()], format_args);
     // Overload ids need only differ within one function: short ones keep
     // the static data small (docs/performance.md, "Layout").
     for (name, op) in GETTERS {
@@ -318,10 +320,32 @@ const OPERATORS: [(&str, usize, &str, super::Function); 7] = [
     (operators::NEGATE, 1, "@t-_", negate),
 ];
 
+/// What `'%s'.format(list)`'s list goes through in a policy that uses time
+/// (see [`format_args`]).
+const FORMAT_ARGS: &str = "@tfmt";
+
 /// Rewrites `expr`'s arithmetic and ordering operators into the calls above,
-/// so that they reach timestamps and durations.
+/// so that they reach timestamps and durations, and hands `format` its
+/// arguments through [`format_args`].
 pub fn rewrite_operators(expr: &mut IdedExpr) {
     crate::cel::program::children_mut(expr, &mut rewrite_operators);
+    if let Expr::Call(call) = &mut expr.expr
+        && call.target.is_some()
+        && call.func_name == "format"
+        && let [list] = call.args.as_mut_slice()
+    {
+        // The interpreter reads no ids: the wrapper takes its argument's.
+        let inner = std::mem::take(list);
+        *list = IdedExpr {
+            id: inner.id,
+            expr: Expr::Call(CallExpr {
+                func_name: FORMAT_ARGS.to_string(),
+                target: None,
+                args: vec![inner],
+            }),
+        };
+        return;
+    }
     if let Expr::Call(call) = &mut expr.expr
         && call.target.is_none()
         && let Some((.., name, _)) = OPERATORS
@@ -329,6 +353,42 @@ pub fn rewrite_operators(expr: &mut IdedExpr) {
             .find(|(op, arity, ..)| *op == call.func_name && *arity == call.args.len())
     {
         call.func_name = name.to_string();
+    }
+}
+
+/// The strings extension's `format` knows only the crate's own values, so
+/// each timestamp and duration in its list (in nested lists and maps too) is
+/// written as `string()` writes it: what cel-go's `%s` prints. Any other
+/// clause refuses the text as it would refuse the time (`%d` of a duration).
+fn format_args<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let value = match args.first() {
+        Some(arg) => Value::try_from(arg.as_ref())?,
+        None => return Err(error(FORMAT_ARGS, "one argument")),
+    };
+    owned(as_text(value))
+}
+
+fn as_text(value: Value) -> Value {
+    match value {
+        Value::List(items) => Value::List(Arc::new(items.iter().cloned().map(as_text).collect())),
+        Value::Map(map) => Value::Map(::cel::objects::Map {
+            map: Arc::new(
+                map.map
+                    .iter()
+                    .map(|(key, item)| (key.clone(), as_text(item.clone())))
+                    .collect(),
+            ),
+        }),
+        Value::Opaque(opaque) => {
+            if let Some(t) = opaque.downcast_ref::<Timestamp>() {
+                Value::String(Arc::new(t.0.to_rfc3339_nano()))
+            } else if let Some(d) = opaque.downcast_ref::<Duration>() {
+                Value::String(Arc::new(seconds_text(d.0)))
+            } else {
+                Value::Opaque(opaque)
+            }
+        }
+        other => other,
     }
 }
 
@@ -471,6 +531,31 @@ pub fn to_json(value: &Value) -> Option<String> {
 mod tests {
     use super::super::testing::{annotated, b, i, s, table};
     use serde_json::json;
+
+    /// cel-spec's `string_ext` cases of `%s` over timestamps and durations.
+    #[test]
+    fn format_writes_times_as_string_does() {
+        table(&[
+            (
+                "'%s'.format([timestamp('2023-02-03T23:31:20+00:00')])",
+                s("2023-02-03T23:31:20Z"),
+            ),
+            ("'%s'.format([duration('1h45m47s')])", s("6347s")),
+            (
+                "'%s'.format([['abc', 3.14, null, [9, 8, 7, 6], timestamp('2023-02-03T23:31:20Z')]])",
+                s("[abc, 3.14, null, [9, 8, 7, 6], 2023-02-03T23:31:20Z]"),
+            ),
+            (
+                "'%s'.format([{'strKey': 'x', 6: duration('422s'), true: 42}])",
+                s("{6: 422s, strKey: x, true: 42}"),
+            ),
+            (
+                "'%s after %d'.format([dyn(duration('8747s')), 2])",
+                s("8747s after 2"),
+            ),
+            ("'%d'.format([duration('30m2s')])", None),
+        ]);
+    }
 
     /// cel-spec's `timestamps` cases that need no zone database.
     #[test]
