@@ -105,6 +105,14 @@ fn json6902_rule(failure_policy: &str, patch: &str) -> Value {
 
 /// A MutatingPolicy on Bindings with a `node` variable (the Node read) and
 /// one ApplyConfiguration mutation; `failure_policy` empty for the default.
+/// A MutatingPolicy whose one match condition is `condition`.
+fn cel_policy_matching(condition: &str) -> String {
+    let policy = cel_policy("", "Object{metadata: Object.metadata{labels: {'a': 'b'}}}");
+    let mut policy: Value = serde_json::from_str(&policy).unwrap_or_default();
+    policy["spec"]["matchConditions"] = json!([{"name": "c", "expression": condition}]);
+    policy.to_string()
+}
+
 fn cel_policy(failure_policy: &str, expression: &str) -> String {
     let mut spec = json!({
         "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
@@ -767,19 +775,21 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
+            when: "a CEL expression reads a field `request` does not have (a typo)",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.matchConditions[0].expression: line 1, column 9: undefined field 'operaton'\"",
+            answer: SettingsRefused(
+                "settings.spec.matchConditions[0].expression: line 1, column 9: undefined field 'operaton'",
+            ),
+            run: || settings_case(&cel_policy_matching("request.operaton == 'CREATE'")),
+            reads_node: false,
+        },
+        Case {
             when: "a CEL match condition is written to give something other than a bool",
             answer_text: "refused when policy-server loads the policy: \"settings.spec.matchConditions[0].expression: gives a string; it must give a bool\"",
             answer: SettingsRefused(
                 "settings.spec.matchConditions[0].expression: gives a string; it must give a bool",
             ),
-            run: || {
-                let policy =
-                    cel_policy("", "Object{metadata: Object.metadata{labels: {'a': 'b'}}}");
-                let mut policy: Value = serde_json::from_str(&policy).unwrap();
-                policy["spec"]["matchConditions"] =
-                    json!([{"name": "zoned", "expression": "'has-zone'"}]);
-                settings_case(&policy.to_string())
-            },
+            run: || settings_case(&cel_policy_matching("'has-zone'")),
             reads_node: false,
         },
         Case {

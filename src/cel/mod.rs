@@ -29,6 +29,7 @@ mod extension_macros;
 pub mod libraries;
 pub mod matching;
 pub mod program;
+mod request_types;
 mod result_types;
 pub mod spec;
 #[cfg(test)]
@@ -596,8 +597,14 @@ impl CelPolicy {
                 return Err(format!("{at}: {why}"));
             }
             let functions = functions.get_or_insert_with(type_check::FunctionNames::new);
-            let ty = type_check::check(source, &compiled.expression, &variable_types, functions)
-                .map_err(|why| format!("{at}: {why}"))?;
+            let ty = type_check::check(
+                source,
+                &compiled.expression,
+                &variable_types,
+                functions,
+                self.kind.is_kyverno(),
+            )
+            .map_err(|why| format!("{at}: {why}"))?;
             if let Some(why) = result_types::mismatch(place, &ty) {
                 return Err(format!("{at}: {why}"));
             }

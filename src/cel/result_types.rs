@@ -47,6 +47,7 @@ mod tests {
             &compiled.expression,
             &Default::default(),
             &mut functions,
+            false,
         )
         .ok()?;
         mismatch(place, &ty)

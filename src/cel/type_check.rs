@@ -18,6 +18,7 @@ use std::sync::Arc;
 use ::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
 use super::environment::{Libraries, runtime_env};
+use super::request_types::Declared;
 
 /// A type as far as it is known; `Dyn` where it is not.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,6 +40,8 @@ pub(crate) enum Ty {
     /// object's, not known here.
     Object,
     JsonPatch,
+    /// `request`, `namespaceObject` and their parts.
+    Declared(Declared),
 }
 
 impl fmt::Display for Ty {
@@ -46,6 +49,7 @@ impl fmt::Display for Ty {
         match self {
             Ty::List(element) => write!(f, "list({element})"),
             Ty::Map(key, value) => write!(f, "map({key}, {value})"),
+            Ty::Declared(declared) => write!(f, "kubernetes.{}", declared.name()),
             other => f.write_str(other.kind()),
         }
     }
@@ -74,6 +78,7 @@ impl Ty {
             Ty::Type => "type",
             Ty::Object => "Object",
             Ty::JsonPatch => "JSONPatch",
+            Ty::Declared(_) => "object",
         }
     }
 
@@ -147,11 +152,13 @@ pub(super) fn check(
     expr: &IdedExpr,
     variables: &BTreeMap<String, Ty>,
     functions: &mut FunctionNames,
+    kyverno: bool,
 ) -> Result<Ty, String> {
     let mut checker = Checker {
         variables,
         functions,
         scopes: Vec::new(),
+        kyverno,
     };
     checker.infer(expr).map_err(|error| {
         match error.anchor.and_then(|anchor| position(source, &anchor)) {
@@ -166,6 +173,8 @@ struct Checker<'a> {
     functions: &'a mut FunctionNames,
     /// The comprehension variables in scope, innermost last.
     scopes: Vec<(String, Ty)>,
+    /// A Kyverno kind: its `request` also has `object` and `oldObject`.
+    kyverno: bool,
 }
 
 impl Checker<'_> {
@@ -197,6 +206,12 @@ impl Checker<'_> {
                 let field = match operand {
                     Ty::Dyn | Ty::Object => Ty::Dyn,
                     Ty::Map(_, value) => *value,
+                    Ty::Declared(declared) => {
+                        declared.field(&select.field).ok_or_else(|| TypeError {
+                            message: format!("undefined field '{}'", select.field),
+                            anchor: Some(Anchor::Name(select.field.clone())),
+                        })?
+                    }
                     other => {
                         return Err(TypeError {
                             message: format!("type '{other}' does not support field selection"),
@@ -271,6 +286,10 @@ impl Checker<'_> {
         match name {
             "bool" | "int" | "uint" | "double" | "string" | "bytes" | "list" | "map"
             | "null_type" | "type" => Ty::Type,
+            "request" => Ty::Declared(Declared::Request {
+                kyverno: self.kyverno,
+            }),
+            "namespaceObject" => Ty::Declared(Declared::Namespace),
             _ => Ty::Dyn,
         }
     }
@@ -485,7 +504,7 @@ fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>> {
         // Equality is refused only between values that can never be equal:
         // `1 == 'a'`, not `1 == 1.0` nor anything compared with null.
         ("_==_" | "_!=_", [a, b]) => {
-            let unknown = |t: &Ty| matches!(t, Dyn | Null | Object | JsonPatch);
+            let unknown = |t: &Ty| matches!(t, Dyn | Null | Object | JsonPatch | Declared(_));
             if unknown(a) || unknown(b) || fits(a, b) || a.is_numeric() && b.is_numeric() {
                 Ok(Bool)
             } else {
@@ -493,12 +512,12 @@ fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>> {
             }
         }
         ("@in", [element, container]) => match container {
-            Dyn | Object => Ok(Bool),
+            Dyn | Object | Declared(_) => Ok(Bool),
             List(item) | Map(item, _) if fits(element, item) => Ok(Bool),
             _ => Err(()),
         },
         ("_[_]", [container, index]) => match container {
-            Dyn | Object => Ok(Dyn),
+            Dyn | Object | Declared(_) => Ok(Dyn),
             List(item) if fits(index, &Int) || matches!(index, Uint) => Ok(*item.clone()),
             Map(key, value) if fits(index, key) => Ok(*value.clone()),
             _ => Err(()),
@@ -655,6 +674,7 @@ pub(crate) fn check_source(source: &str) -> Result<Ty, String> {
         &compiled.expression,
         &BTreeMap::new(),
         &mut FunctionNames::new(),
+        false,
     )
     .map_err(|why| format!("check: {why}"))
 }
@@ -683,7 +703,75 @@ mod tests {
             &compiled.expression,
             variables,
             &mut FunctionNames::new(),
+            false,
         )
+    }
+
+    fn type_in_kyverno(source: &str) -> Result<Ty, String> {
+        let compiled = compile(source, "e")?;
+        let variables = BTreeMap::new();
+        check(
+            source,
+            &compiled.expression,
+            &variables,
+            &mut FunctionNames::new(),
+            true,
+        )
+    }
+
+    #[test]
+    fn request_and_namespace_object_have_kubernetes_declared_fields() {
+        for (source, ty) in [
+            ("request.operation == 'CREATE'", Ty::Bool),
+            ("request.kind.kind + request.resource.resource", Ty::String),
+            ("request.userInfo.groups", Ty::List(Box::new(Ty::String))),
+            ("request.userInfo.extra['a'].exists(x, x == 'b')", Ty::Bool),
+            ("request.dryRun", Ty::Bool),
+            ("request.options.anything", Ty::Dyn),
+            ("namespaceObject.metadata.labels['team']", Ty::String),
+            (
+                "namespaceObject.status.conditions.map(c, c.reason)",
+                Ty::List(Box::new(Ty::Dyn)),
+            ),
+            ("namespaceObject.metadata.generation + 1", Ty::Int),
+            ("has(request.namespace)", Ty::Bool),
+        ] {
+            assert_eq!(type_of(source), Ok(ty), "{source}");
+        }
+        for (source, message) in [
+            (
+                "request.operaton == 'CREATE'",
+                "line 1, column 9: undefined field 'operaton'",
+            ),
+            (
+                "request.userInfo.name",
+                "line 1, column 18: undefined field 'name'",
+            ),
+            (
+                "namespaceObject.spec.foo == 'x'",
+                "line 1, column 22: undefined field 'foo'",
+            ),
+            (
+                "has(request.uid)",
+                "line 1, column 13: undefined field 'uid'",
+            ),
+            (
+                "request.object.metadata.name",
+                "line 1, column 9: undefined field 'object'",
+            ),
+            (
+                "namespaceObject.metadata.name + 1",
+                "line 1, column 31: found no matching overload for '_+_' applied to '(string, int)'",
+            ),
+        ] {
+            assert_eq!(
+                type_of(source).as_ref().map_err(String::as_str),
+                Err(message),
+                "{source}"
+            );
+        }
+        // Kyverno's request also carries the objects.
+        assert_eq!(type_in_kyverno("request.object.metadata.name"), Ok(Ty::Dyn));
     }
 
     #[test]
