@@ -4,8 +4,8 @@
 //! (`undeclared reference to 'objct'`), where the evaluator would only fail
 //! on the requests that reach it.
 //!
-//! Only names are checked, not types: the `cel` crate has no type checker
-//! (docs/cel.md, "Not yet supported").
+//! Names only: functions and types are checked by
+//! [`type_check`](super::type_check).
 
 use ::cel::common::ast::{Expr, IdedExpr};
 
