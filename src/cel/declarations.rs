@@ -19,7 +19,7 @@ const CONTEXT: &str = "object oldObject request params namespaceObject variables
 const KYVERNO_CONTEXT: &str = "exceptions";
 
 /// Type names, values in CEL (`type(x) == string`).
-fn is_type(name: &str) -> bool {
+pub(super) fn is_type(name: &str) -> bool {
     matches!(
         name,
         "bool"

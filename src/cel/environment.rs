@@ -132,7 +132,7 @@ impl Libraries {
     /// operators, so a policy that uses time has them rewritten.
     pub fn prepare(self, expression: &mut ::cel::common::ast::IdedExpr) {
         if self.time {
-            libraries::time::rewrite_operators(expression);
+            libraries::time::rewrite_for_times(expression);
         }
     }
 

@@ -9,22 +9,27 @@ use super::type_check::Ty;
 
 /// Why a value of type `ty`, at `place`, cannot be what that place needs.
 pub fn mismatch(place: Place, ty: &Ty) -> Option<String> {
-    let fits = match place {
-        Place::MatchCondition(_) | Place::TargetCondition(_) => matches!(ty, Ty::Bool | Ty::Dyn),
-        Place::Mutation(_, "jsonPatch") => match ty {
-            Ty::List(element) => matches!(**element, Ty::JsonPatch | Ty::Dyn),
-            other => *other == Ty::Dyn,
-        },
+    let (wanted, fits) = match place {
+        Place::MatchCondition(_) | Place::TargetCondition(_) => {
+            ("a bool", matches!(ty, Ty::Bool | Ty::Dyn))
+        }
+        Place::Mutation(_, "jsonPatch") => (
+            "a list of JSONPatch{...}",
+            match ty {
+                Ty::List(element) => matches!(**element, Ty::JsonPatch | Ty::Dyn),
+                other => *other == Ty::Dyn,
+            },
+        ),
         // A map is merged as an object is, so it is let through.
-        Place::Mutation(..) => matches!(ty, Ty::Object | Ty::Map(..) | Ty::Dyn),
-        Place::AuditAnnotation(_) => matches!(ty, Ty::String | Ty::Null | Ty::Dyn),
+        Place::Mutation(..) => (
+            "an Object{...}",
+            matches!(ty, Ty::Object | Ty::Map(..) | Ty::Dyn),
+        ),
+        Place::AuditAnnotation(_) => (
+            "a string or null",
+            matches!(ty, Ty::String | Ty::Null | Ty::Dyn),
+        ),
         Place::Variable(_) | Place::TargetExpression => return None,
-    };
-    let wanted = match place {
-        Place::MatchCondition(_) | Place::TargetCondition(_) => "a bool",
-        Place::Mutation(_, "jsonPatch") => "a list of JSONPatch{...}",
-        Place::Mutation(..) => "an Object{...}",
-        _ => "a string or null",
     };
     let article = if matches!(ty, Ty::Int | Ty::Object) {
         "an"
@@ -36,21 +41,10 @@ pub fn mismatch(place: Place, ty: &Ty) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::program::compile;
     use super::*;
 
     fn check(place: Place, source: &str) -> Option<String> {
-        let compiled = compile(source, "e").ok()?;
-        let mut functions = super::super::type_check::FunctionNames::new();
-        let ty = super::super::type_check::check(
-            source,
-            &compiled.expression,
-            &Default::default(),
-            &mut functions,
-            false,
-        )
-        .ok()?;
-        mismatch(place, &ty)
+        mismatch(place, &super::super::type_check::check_source(source).ok()?)
     }
 
     #[test]

@@ -240,12 +240,10 @@ impl Checker<'_> {
                 for entry in &map.entries {
                     if let EntryExpr::MapEntry(entry) = &entry.expr {
                         let key = self.infer(&entry.key)?;
-                        let value = if entry.optional {
-                            self.infer(&entry.value)?;
-                            Ty::Dyn
-                        } else {
-                            self.infer(&entry.value)?
-                        };
+                        let mut value = self.infer(&entry.value)?;
+                        if entry.optional {
+                            value = Ty::Dyn;
+                        }
                         kv = Some(match kv {
                             None => (key, value),
                             Some((k, v)) => (join(k, key), join(v, value)),
@@ -284,8 +282,7 @@ impl Checker<'_> {
             return ty.clone();
         }
         match name {
-            "bool" | "int" | "uint" | "double" | "string" | "bytes" | "list" | "map"
-            | "null_type" | "type" => Ty::Type,
+            _ if super::declarations::is_type(name) => Ty::Type,
             "request" => Ty::Declared(Declared::Request {
                 kyverno: self.kyverno,
             }),
@@ -331,38 +328,51 @@ impl Checker<'_> {
         }
         let inner = result.and_then(|result| {
             self.infer(&c.loop_cond)?;
-            self.macro_condition(c)?;
-            self.infer(&c.loop_step)?;
+            self.loop_step(c)?;
             Ok(result)
         });
         self.scopes.truncate(depth);
         inner
     }
 
-    /// The condition of `all`, `exists`, `exists_one` and `filter` must give
-    /// a bool; said of the macro, not of the `&&` or `?:` it expands into.
-    fn macro_condition(
-        &mut self,
-        c: &::cel::common::ast::ComprehensionExpr,
-    ) -> Result<(), TypeError> {
-        let Expr::Call(step) = &c.loop_step.expr else {
-            return Ok(());
+    /// Types the loop step. The condition of `all`, `exists`, `exists_one`
+    /// and `filter` must give a bool: said of the macro, not of the `&&` or
+    /// `?:` it expands into. Each part of the step is typed once: typing the
+    /// condition again with the step would double the work at every level of
+    /// nested macros.
+    fn loop_step(&mut self, c: &::cel::common::ast::ComprehensionExpr) -> Result<(), TypeError> {
+        let macro_step = match &c.loop_step.expr {
+            Expr::Call(step) => match (step.func_name.as_str(), step.args.as_slice()) {
+                ("_&&_" | "_||_", [accumulator, _]) if matches!(&accumulator.expr, Expr::Ident(name) if *name == c.accu_var) => {
+                    Some((step, 1))
+                }
+                ("_?_:_", [_, _, _]) => Some((step, 0)),
+                _ => None,
+            },
+            _ => None,
         };
-        let condition = match (step.func_name.as_str(), step.args.as_slice()) {
-            ("_&&_" | "_||_", [accumulator, condition]) if matches!(&accumulator.expr, Expr::Ident(name) if *name == c.accu_var) => {
-                condition
-            }
-            ("_?_:_", [condition, _, _]) => condition,
-            _ => return Ok(()),
+        let Some((step, at)) = macro_step else {
+            return self.infer(&c.loop_step).map(drop);
         };
-        let ty = self.infer(condition)?;
-        if fits(&ty, &Ty::Bool) {
-            return Ok(());
+        let condition = match step.args.get(at) {
+            Some(condition) => self.infer(condition)?,
+            None => Ty::Dyn,
+        };
+        if !fits(&condition, &Ty::Bool) {
+            return Err(TypeError {
+                message: format!("a macro's condition gives '{condition}'; it must give 'bool'"),
+                anchor: None,
+            });
         }
-        Err(TypeError {
-            message: format!("a macro's condition gives '{ty}'; it must give 'bool'"),
-            anchor: None,
-        })
+        let mut args = Vec::with_capacity(step.args.len());
+        for (i, arg) in step.args.iter().enumerate() {
+            args.push(if i == at {
+                condition.clone()
+            } else {
+                self.infer(arg)?
+            });
+        }
+        operator_call(&step.func_name, &args).transpose().map(drop)
     }
 
     fn call(&mut self, call: &::cel::common::ast::CallExpr) -> Result<Ty, TypeError> {
@@ -388,11 +398,8 @@ impl Checker<'_> {
             args.push(self.infer(arg)?);
         }
         let full_name = namespaced.as_deref().unwrap_or(name);
-        if let Some(result) = operator(name, &args) {
-            return result.map_err(|()| TypeError {
-                message: no_overload(name, None, &args),
-                anchor: symbol(name).map(Anchor::Symbol),
-            });
+        if let Some(result) = operator_call(name, &args) {
+            return result;
         }
         // Names the parser's and this policy's rewrites give their helpers
         // (`@not_strictly_false`, `math.@max`), and the optional operators
@@ -428,6 +435,17 @@ impl Checker<'_> {
             anchor: Some(Anchor::Name(name.to_string())),
         })
     }
+}
+
+/// What an operator gives, or cel-go's error where no overload takes `args`;
+/// `None` when `name` is no operator.
+fn operator_call(name: &str, args: &[Ty]) -> Option<Result<Ty, TypeError>> {
+    operator(name, args).map(|result| {
+        result.map_err(|()| TypeError {
+            message: no_overload(name, None, args),
+            anchor: symbol(name).map(Anchor::Symbol),
+        })
+    })
 }
 
 /// cel-go's message: `found no matching overload for '_+_' applied to

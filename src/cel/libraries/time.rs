@@ -9,7 +9,7 @@
 //! their type through variables, lists and maps, but the crate's operators
 //! do not reach them; so a policy that uses time has its `+`, `-`, `<`,
 //! `<=`, `>`, `>=` and unary `-` rewritten into calls of functions here
-//! ([`rewrite_operators`]), which handle times and leave every other operand
+//! ([`rewrite_for_times`]), which handle times and leave every other operand
 //! to the crate's own operator. Time zones: UTC and fixed offsets
 //! (`+05:30`); named zones need a zone database the module does not carry.
 
@@ -100,11 +100,25 @@ fn time_of(arg: &CowVal<'_, '_>) -> Option<Time> {
         return None;
     }
     match Value::try_from(arg.as_ref()) {
-        Ok(Value::Opaque(value)) => value
+        Ok(Value::Opaque(value)) => Time::of(&value),
+        _ => None,
+    }
+}
+
+impl Time {
+    fn of(value: &Arc<dyn Opaque>) -> Option<Time> {
+        value
             .downcast_ref::<Timestamp>()
             .map(|t| Time::At(*t))
-            .or_else(|| value.downcast_ref::<Duration>().map(|d| Time::Span(*d))),
-        _ => None,
+            .or_else(|| value.downcast_ref::<Duration>().map(|d| Time::Span(*d)))
+    }
+
+    /// As `string()` writes it: RFC 3339, or seconds (`90s`).
+    fn text(self) -> String {
+        match self {
+            Time::At(t) => t.0.to_rfc3339_nano(),
+            Time::Span(d) => seconds_text(d.0),
+        }
     }
 }
 
@@ -260,8 +274,7 @@ fn parse_duration<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, E
 
 fn to_string<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     match args.first().and_then(time_of) {
-        Some(Time::At(t)) => string(t.0.to_rfc3339_nano()),
-        Some(Time::Span(d)) => string(seconds_text(d.0)),
+        Some(time) => string(time.text()),
         None => Err(error(
             "string",
             "argument 0 must be a timestamp or a duration",
@@ -327,8 +340,8 @@ const FORMAT_ARGS: &str = "@tfmt";
 /// Rewrites `expr`'s arithmetic and ordering operators into the calls above,
 /// so that they reach timestamps and durations, and hands `format` its
 /// arguments through [`format_args`].
-pub fn rewrite_operators(expr: &mut IdedExpr) {
-    crate::cel::program::children_mut(expr, &mut rewrite_operators);
+pub fn rewrite_for_times(expr: &mut IdedExpr) {
+    crate::cel::program::children_mut(expr, &mut rewrite_for_times);
     if let Expr::Call(call) = &mut expr.expr
         && call.target.is_some()
         && call.func_name == "format"
@@ -379,15 +392,10 @@ fn as_text(value: Value) -> Value {
                     .collect(),
             ),
         }),
-        Value::Opaque(opaque) => {
-            if let Some(t) = opaque.downcast_ref::<Timestamp>() {
-                Value::String(Arc::new(t.0.to_rfc3339_nano()))
-            } else if let Some(d) = opaque.downcast_ref::<Duration>() {
-                Value::String(Arc::new(seconds_text(d.0)))
-            } else {
-                Value::Opaque(opaque)
-            }
-        }
+        Value::Opaque(opaque) => match Time::of(&opaque) {
+            Some(time) => Value::String(Arc::new(time.text())),
+            None => Value::Opaque(opaque),
+        },
         other => other,
     }
 }
