@@ -37,6 +37,7 @@ pub mod kyverno;
 pub mod mutation;
 pub mod node_lookup;
 pub mod object;
+pub mod pass_through;
 pub mod pipeline;
 pub mod settings;
 
@@ -139,6 +140,20 @@ pub fn evaluate(raw: &[u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> V
 
 /// `validate`: decide and mutate. Every outcome is an answer, never a trap.
 pub fn decide<'a>(raw: &'a [u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> Verdict<'a> {
+    // Most requests are Pods not yet placed: known from the bytes, without
+    // decoding them.
+    if pass_through::certain(raw) {
+        return accept(None, Vec::new());
+    }
+    decide_decoded(raw, lookup, cluster)
+}
+
+/// [`decide`] without the shortcut: the request decoded, then classified.
+pub fn decide_decoded<'a>(
+    raw: &'a [u8],
+    lookup: &dyn NodeLookup,
+    cluster: &dyn Cluster,
+) -> Verdict<'a> {
     let payload: ValidatePayload = match serde_json::from_slice(raw) {
         Ok(payload) => payload,
         Err(e) => {
