@@ -164,12 +164,9 @@ pub fn decide_decoded<'a>(
         }
     };
     let raw_settings = payload.settings.map_or("{}", RawValue::get);
-    // Settings without rules or CEL mutations leave every request but
-    // bindings and placed Pods alone, and most requests are neither: skip
-    // parsing the settings then. (policy-server re-encodes settings, so a
-    // key is never escaped.)
-    let may_have_rules =
-        raw_settings.contains("\"rules\"") || raw_settings.contains("\"mutations\"");
+    // Most requests are neither bindings nor placed Pods: without rules the
+    // settings need no parsing then.
+    let may_have_rules = settings::may_have_rules(raw_settings);
     let subject = classify(&payload.request, may_have_rules);
     if let Subject::PassThrough { why } = &subject
         && !may_have_rules

@@ -75,9 +75,12 @@ impl<'a> Reader<'a> {
             return None;
         }
         match settings.and_then(|span| self.slice(span)) {
-            // The same test `decide` makes on the settings' text.
-            Some(text) if contains(text, b"\"rules\"") || contains(text, b"\"mutations\"") => None,
-            _ => Some(()),
+            // The test `decide` makes on the settings' text.
+            Some(text) => {
+                let text = std::str::from_utf8(text).ok()?;
+                (!crate::settings::may_have_rules(text)).then_some(())
+            }
+            None => Some(()),
         }
     }
 
@@ -406,12 +409,6 @@ fn quote_or_backslash(text: &[u8]) -> Option<usize> {
         .iter()
         .position(|byte| matches!(byte, b'"' | b'\\'))?;
     Some(offset + tail)
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle)
 }
 
 #[cfg(test)]

@@ -469,6 +469,14 @@ pub fn load_for_request(raw: &[u8]) -> Result<PolicyPlan, String> {
     parse(raw)?.compile(Checks::Structural)
 }
 
+/// Whether settings, as policy-server sends them, may hold Kyverno rules or
+/// CEL mutations. Settings with neither leave every request but bindings and
+/// placed Pods alone, so `validate` need not parse them for the others.
+/// (policy-server re-encodes settings, so a key is never escaped.)
+pub fn may_have_rules(raw: &str) -> bool {
+    raw.contains("\"rules\"") || raw.contains("\"mutations\"")
+}
+
 /// Gives each CEL policy the exceptions that name it; an exception naming
 /// no policy of the settings is refused (a typo would exempt nothing).
 fn attach_exceptions(
