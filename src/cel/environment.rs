@@ -167,7 +167,7 @@ impl Libraries {
                 libraries.url |= word == "isURL";
                 libraries.gzip |= word == "gzip";
                 libraries.base64 |= word == "base64";
-                libraries.time |= matches!(word, "timestamp" | "duration" | "time");
+                libraries.time |= names_time(word);
             }
             // `image` is also a container's field: only a call counts.
             libraries.image |= libraries::calls_global(source, "image");
@@ -185,6 +185,12 @@ impl Libraries {
 }
 
 /// The identifier-like words of a text.
+/// Whether a word of an expression's text brings in the time library (and
+/// with it the operator rewrite of [`Libraries::prepare`]).
+pub fn names_time(word: &str) -> bool {
+    matches!(word, "timestamp" | "duration" | "time")
+}
+
 pub fn identifiers(source: &str) -> impl Iterator<Item = &str> {
     source
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))

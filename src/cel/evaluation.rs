@@ -209,7 +209,7 @@ impl<'a> Evaluation<'a> {
             return Ok(compiled.clone());
         }
         let mut compiled = program::compile_at(source, &Deferred(at))?;
-        self.policy.libraries().prepare(&mut compiled.expression);
+        self.policy.prepare(&mut compiled.expression);
         let compiled = Rc::new(compiled);
         self.compiled.insert(source, compiled.clone());
         Ok(compiled)

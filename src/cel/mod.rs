@@ -112,6 +112,10 @@ pub struct CelPolicy {
     /// text the first time it is built: policies the direct evaluator runs
     /// whole never need it (see `direct`).
     derived: OnceCell<Derived>,
+    /// Whether an expression names the time library: all that parsing an
+    /// expression per request needs of [`Derived`] (reading the text for
+    /// every library costs more than parsing the row's two expressions).
+    uses_time: OnceCell<bool>,
 }
 
 #[derive(Debug, Clone)]
@@ -406,6 +410,7 @@ impl CelPolicy {
             exceptions: Vec::new(),
             bound_pod,
             derived: OnceCell::new(),
+            uses_time: OnceCell::new(),
         };
         if checks == Checks::Full {
             policy.check_expressions()?;
@@ -442,6 +447,23 @@ impl CelPolicy {
                 words,
             }
         })
+    }
+
+    /// Readies a parsed expression as [`environment::Libraries::prepare`]
+    /// would with [`CelPolicy::libraries`], reading the expressions' text
+    /// only for the time library.
+    pub fn prepare(&self, expression: &mut ::cel::common::ast::IdedExpr) {
+        let uses_time = match self.derived.get() {
+            Some(derived) => derived.libraries.time,
+            None => *self.uses_time.get_or_init(|| {
+                self.sources().any(|(_, source)| {
+                    environment::identifiers(source).any(environment::names_time)
+                })
+            }),
+        };
+        if uses_time {
+            libraries::time::rewrite_for_times(expression);
+        }
     }
 
     /// Struct types the mutations construct (the crate knows only these).
