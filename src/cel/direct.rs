@@ -127,6 +127,12 @@ fn literal(value: &LiteralValue) -> Result<Value, Unsupported> {
     })
 }
 
+// Each arm below is a function of its own, never inlined: the evaluator
+// recurses once per level of the expression, and a `resource.Get` is read at
+// the bottom of that recursion. Inlined, every level's frame held the locals
+// of every arm (576 bytes for a call), and the row's deepest read reached a
+// third 4 KiB page of stack: a fresh instance pays a page fault for each
+// (docs/performance.md, "Stack depth and small maps").
 impl<'v> Evaluator<'v, '_> {
     fn eval(&mut self, expr: &IdedExpr) -> Outcome<'v> {
         match &expr.expr {
@@ -138,99 +144,111 @@ impl<'v> Evaluator<'v, '_> {
                 }
                 _ => Err(Unsupported),
             },
-            Expr::Select(select) => {
-                if let Expr::Ident(root) = &select.operand.expr
-                    && root == "variables"
-                {
-                    return match select.test {
-                        false => self.names.variable(&select.field).ok_or(Unsupported),
-                        true => Err(Unsupported),
-                    };
-                }
-                let operand = self.eval(&select.operand)?;
-                match (operand, select.test) {
-                    (Direct::Json(value), false) => field(value, &select.field)
-                        .map(Direct::Json)
-                        .ok_or(Unsupported),
-                    (Direct::Json(value), true) => match &*value {
-                        Value::Object(map) => Ok(boolean(map.contains_key(&select.field))),
-                        _ => Err(Unsupported),
-                    },
-                    // A plain select on an optional stays optional.
-                    (Direct::Optional(None), false) => Ok(Direct::Optional(None)),
-                    (Direct::Optional(Some(value)), false) if value.is_object() => {
-                        Ok(Direct::Optional(field(value, &select.field)))
-                    }
-                    _ => Err(Unsupported),
-                }
-            }
+            Expr::Select(select) => self.select(select),
             Expr::Call(call) => self.call(call),
-            Expr::Struct(structure) => {
-                if !self.names.is_struct(&structure.type_name) {
-                    return Err(Unsupported);
-                }
-                let mut fields = Map::new();
-                for entry in &structure.entries {
-                    let EntryExpr::StructField(f) = &entry.expr else {
-                        return Err(Unsupported);
-                    };
-                    if fields.contains_key(&f.field) {
-                        return Err(Unsupported);
-                    }
-                    match (self.eval(&f.value)?, f.optional) {
-                        (Direct::Json(value), false) => {
-                            fields.insert(f.field.clone(), value.into_owned());
-                        }
-                        (Direct::Optional(value), true) => {
-                            if let Some(value) = value {
-                                fields.insert(f.field.clone(), value.into_owned());
-                            }
-                        }
-                        _ => return Err(Unsupported),
-                    }
-                }
-                Ok(json(Value::Object(fields)))
-            }
-            Expr::Map(map) => {
-                let mut entries = Map::new();
-                for entry in &map.entries {
-                    let EntryExpr::MapEntry(e) = &entry.expr else {
-                        return Err(Unsupported);
-                    };
-                    if e.optional {
-                        return Err(Unsupported);
-                    }
-                    let Direct::Json(key) = self.eval(&e.key)? else {
-                        return Err(Unsupported);
-                    };
-                    let Value::String(key) = key.into_owned() else {
-                        return Err(Unsupported);
-                    };
-                    let Direct::Json(value) = self.eval(&e.value)? else {
-                        return Err(Unsupported);
-                    };
-                    // A repeated key is an error in the crate.
-                    if entries.insert(key, value.into_owned()).is_some() {
-                        return Err(Unsupported);
-                    }
-                }
-                Ok(json(Value::Object(entries)))
-            }
-            Expr::List(list) => {
-                if !list.optional_indices.is_empty() {
-                    return Err(Unsupported);
-                }
-                let mut items = Vec::with_capacity(list.elements.len());
-                for element in &list.elements {
-                    let Direct::Json(value) = self.eval(element)? else {
-                        return Err(Unsupported);
-                    };
-                    items.push(value.into_owned());
-                }
-                Ok(json(Value::Array(items)))
-            }
+            Expr::Struct(structure) => self.structure(structure),
+            Expr::Map(map) => self.map(map),
+            Expr::List(list) => self.list(list),
             Expr::Comprehension(_) | Expr::Unspecified => Err(Unsupported),
         }
+    }
+
+    #[inline(never)]
+    fn select(&mut self, select: &::cel::common::ast::SelectExpr) -> Outcome<'v> {
+        if let Expr::Ident(root) = &select.operand.expr
+            && root == "variables"
+        {
+            return match select.test {
+                false => self.names.variable(&select.field).ok_or(Unsupported),
+                true => Err(Unsupported),
+            };
+        }
+        let operand = self.eval(&select.operand)?;
+        match (operand, select.test) {
+            (Direct::Json(value), false) => field(value, &select.field)
+                .map(Direct::Json)
+                .ok_or(Unsupported),
+            (Direct::Json(value), true) => match &*value {
+                Value::Object(map) => Ok(boolean(map.contains_key(&select.field))),
+                _ => Err(Unsupported),
+            },
+            // A plain select on an optional stays optional.
+            (Direct::Optional(None), false) => Ok(Direct::Optional(None)),
+            (Direct::Optional(Some(value)), false) if value.is_object() => {
+                Ok(Direct::Optional(field(value, &select.field)))
+            }
+            _ => Err(Unsupported),
+        }
+    }
+
+    #[inline(never)]
+    fn structure(&mut self, structure: &::cel::common::ast::StructExpr) -> Outcome<'v> {
+        if !self.names.is_struct(&structure.type_name) {
+            return Err(Unsupported);
+        }
+        let mut fields = Map::new();
+        for entry in &structure.entries {
+            let EntryExpr::StructField(f) = &entry.expr else {
+                return Err(Unsupported);
+            };
+            if fields.contains_key(&f.field) {
+                return Err(Unsupported);
+            }
+            match (self.eval(&f.value)?, f.optional) {
+                (Direct::Json(value), false) => {
+                    fields.insert(f.field.clone(), value.into_owned());
+                }
+                (Direct::Optional(value), true) => {
+                    if let Some(value) = value {
+                        fields.insert(f.field.clone(), value.into_owned());
+                    }
+                }
+                _ => return Err(Unsupported),
+            }
+        }
+        Ok(json(Value::Object(fields)))
+    }
+
+    #[inline(never)]
+    fn map(&mut self, map: &::cel::common::ast::MapExpr) -> Outcome<'v> {
+        let mut entries = Map::new();
+        for entry in &map.entries {
+            let EntryExpr::MapEntry(e) = &entry.expr else {
+                return Err(Unsupported);
+            };
+            if e.optional {
+                return Err(Unsupported);
+            }
+            let Direct::Json(key) = self.eval(&e.key)? else {
+                return Err(Unsupported);
+            };
+            let Value::String(key) = key.into_owned() else {
+                return Err(Unsupported);
+            };
+            let Direct::Json(value) = self.eval(&e.value)? else {
+                return Err(Unsupported);
+            };
+            // A repeated key is an error in the crate.
+            if entries.insert(key, value.into_owned()).is_some() {
+                return Err(Unsupported);
+            }
+        }
+        Ok(json(Value::Object(entries)))
+    }
+
+    #[inline(never)]
+    fn list(&mut self, list: &::cel::common::ast::ListExpr) -> Outcome<'v> {
+        if !list.optional_indices.is_empty() {
+            return Err(Unsupported);
+        }
+        let mut items = Vec::with_capacity(list.elements.len());
+        for element in &list.elements {
+            let Direct::Json(value) = self.eval(element)? else {
+                return Err(Unsupported);
+            };
+            items.push(value.into_owned());
+        }
+        Ok(json(Value::Array(items)))
     }
 
     fn bool_of(&mut self, expr: &IdedExpr) -> Result<bool, Unsupported> {
@@ -240,6 +258,7 @@ impl<'v> Evaluator<'v, '_> {
         }
     }
 
+    #[inline(never)]
     fn call(&mut self, call: &::cel::common::ast::CallExpr) -> Outcome<'v> {
         let args = &call.args;
         match (call.func_name.as_str(), &call.target, args.as_slice()) {
@@ -259,72 +278,14 @@ impl<'v> Evaluator<'v, '_> {
                 }
             }
             (operators::EQUALS | operators::NOT_EQUALS, None, [left, right]) => {
-                let (Direct::Json(left), Direct::Json(right)) =
-                    (self.eval(left)?, self.eval(right)?)
-                else {
-                    return Err(Unsupported);
-                };
-                // Strings, bools and null only: numbers compare across
-                // int, uint and double in CEL, which JSON does not tell apart.
-                let same = match (&*left, &*right) {
-                    (Value::String(a), Value::String(b)) => a == b,
-                    (Value::Bool(a), Value::Bool(b)) => a == b,
-                    (Value::Null, Value::Null) => true,
-                    _ => return Err(Unsupported),
-                };
-                Ok(boolean(same == (call.func_name == operators::EQUALS)))
+                self.equality(call.func_name == operators::EQUALS, left, right)
             }
-            (operators::ADD, None, [left, right]) => {
-                let (Direct::Json(left), Direct::Json(right)) =
-                    (self.eval(left)?, self.eval(right)?)
-                else {
-                    return Err(Unsupported);
-                };
-                match (&*left, &*right) {
-                    (Value::String(a), Value::String(b)) => {
-                        Ok(json(Value::String(format!("{a}{b}"))))
-                    }
-                    _ => Err(Unsupported),
-                }
-            }
+            (operators::ADD, None, [left, right]) => self.concatenation(left, right),
             (operators::INDEX | operators::OPT_INDEX, None, [container, key]) => {
-                let optional = call.func_name == operators::OPT_INDEX;
-                let container = self.eval(container)?;
-                let Direct::Json(key) = self.eval(key)? else {
-                    return Err(Unsupported);
-                };
-                match (container, optional) {
-                    (Direct::Json(value), false) => {
-                        index(value, &key)?.map(Direct::Json).ok_or(Unsupported)
-                    }
-                    (Direct::Json(value), true) | (Direct::Optional(Some(value)), _) => {
-                        Ok(Direct::Optional(index(value, &key)?))
-                    }
-                    (Direct::Optional(None), _) => Ok(Direct::Optional(None)),
-                }
+                self.index(call.func_name == operators::OPT_INDEX, container, key)
             }
-            (operators::OPT_SELECT, None, [operand, name]) => {
-                let Expr::Literal(LiteralValue::String(name)) = &name.expr else {
-                    return Err(Unsupported);
-                };
-                match self.eval(operand)? {
-                    Direct::Json(value) | Direct::Optional(Some(value)) if value.is_object() => {
-                        Ok(Direct::Optional(field(value, name.inner())))
-                    }
-                    Direct::Optional(None) => Ok(Direct::Optional(None)),
-                    _ => Err(Unsupported),
-                }
-            }
-            ("orValue", Some(target), [fallback]) => {
-                let target = self.eval(target)?;
-                // The crate evaluates the argument either way; so does this.
-                let fallback = self.eval(fallback)?;
-                match (target, fallback) {
-                    (Direct::Optional(Some(value)), _) => Ok(Direct::Json(value)),
-                    (Direct::Optional(None), fallback @ Direct::Json(_)) => Ok(fallback),
-                    _ => Err(Unsupported),
-                }
-            }
+            (operators::OPT_SELECT, None, [operand, name]) => self.optional_select(operand, name),
+            ("orValue", Some(target), [fallback]) => self.or_value(target, fallback),
             ("hasValue", Some(target), []) => match self.eval(target)? {
                 Direct::Optional(value) => Ok(boolean(value.is_some())),
                 Direct::Json(_) => Err(Unsupported),
@@ -337,31 +298,109 @@ impl<'v> Evaluator<'v, '_> {
                 if !matches!(&target.expr, Expr::Ident(name) if name == "resource") {
                     return Err(Unsupported);
                 }
-                let with_name = matches!(call.func_name.as_str(), "Get" | "get");
-                if args.len() != if with_name { 4 } else { 3 } {
-                    return Err(Unsupported);
-                }
-                let mut strings = Vec::with_capacity(4);
-                for arg in args {
-                    match self.eval(arg)? {
-                        Direct::Json(value) => match value.into_owned() {
-                            Value::String(s) => strings.push(s),
-                            _ => return Err(Unsupported),
-                        },
-                        Direct::Optional(_) => return Err(Unsupported),
-                    }
-                }
-                let mut strings = strings.into_iter();
-                let call = ResourceCall {
-                    api_version: strings.next().ok_or(Unsupported)?,
-                    resource: strings.next().ok_or(Unsupported)?,
-                    namespace: strings.next().ok_or(Unsupported)?,
-                    name: strings.next(),
-                };
-                self.names.read(call).map(json).ok_or(Unsupported)
+                self.resource(call)
             }
             _ => Err(Unsupported),
         }
+    }
+
+    #[inline(never)]
+    fn equality(&mut self, equals: bool, left: &IdedExpr, right: &IdedExpr) -> Outcome<'v> {
+        let (Direct::Json(left), Direct::Json(right)) = (self.eval(left)?, self.eval(right)?)
+        else {
+            return Err(Unsupported);
+        };
+        // Strings, bools and null only: numbers compare across
+        // int, uint and double in CEL, which JSON does not tell apart.
+        let same = match (&*left, &*right) {
+            (Value::String(a), Value::String(b)) => a == b,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Null, Value::Null) => true,
+            _ => return Err(Unsupported),
+        };
+        Ok(boolean(same == equals))
+    }
+
+    #[inline(never)]
+    fn concatenation(&mut self, left: &IdedExpr, right: &IdedExpr) -> Outcome<'v> {
+        let (Direct::Json(left), Direct::Json(right)) = (self.eval(left)?, self.eval(right)?)
+        else {
+            return Err(Unsupported);
+        };
+        match (&*left, &*right) {
+            (Value::String(a), Value::String(b)) => Ok(json(Value::String(format!("{a}{b}")))),
+            _ => Err(Unsupported),
+        }
+    }
+
+    #[inline(never)]
+    fn index(&mut self, optional: bool, container: &IdedExpr, key: &IdedExpr) -> Outcome<'v> {
+        let container = self.eval(container)?;
+        let Direct::Json(key) = self.eval(key)? else {
+            return Err(Unsupported);
+        };
+        match (container, optional) {
+            (Direct::Json(value), false) => {
+                index(value, &key)?.map(Direct::Json).ok_or(Unsupported)
+            }
+            (Direct::Json(value), true) | (Direct::Optional(Some(value)), _) => {
+                Ok(Direct::Optional(index(value, &key)?))
+            }
+            (Direct::Optional(None), _) => Ok(Direct::Optional(None)),
+        }
+    }
+
+    #[inline(never)]
+    fn optional_select(&mut self, operand: &IdedExpr, name: &IdedExpr) -> Outcome<'v> {
+        let Expr::Literal(LiteralValue::String(name)) = &name.expr else {
+            return Err(Unsupported);
+        };
+        match self.eval(operand)? {
+            Direct::Json(value) | Direct::Optional(Some(value)) if value.is_object() => {
+                Ok(Direct::Optional(field(value, name.inner())))
+            }
+            Direct::Optional(None) => Ok(Direct::Optional(None)),
+            _ => Err(Unsupported),
+        }
+    }
+
+    #[inline(never)]
+    fn or_value(&mut self, target: &IdedExpr, fallback: &IdedExpr) -> Outcome<'v> {
+        let target = self.eval(target)?;
+        // The crate evaluates the argument either way; so does this.
+        let fallback = self.eval(fallback)?;
+        match (target, fallback) {
+            (Direct::Optional(Some(value)), _) => Ok(Direct::Json(value)),
+            (Direct::Optional(None), fallback @ Direct::Json(_)) => Ok(fallback),
+            _ => Err(Unsupported),
+        }
+    }
+
+    /// `resource.Get(...)`/`List(...)`, read through the host.
+    #[inline(never)]
+    fn resource(&mut self, call: &::cel::common::ast::CallExpr) -> Outcome<'v> {
+        let with_name = matches!(call.func_name.as_str(), "Get" | "get");
+        if call.args.len() != if with_name { 4 } else { 3 } {
+            return Err(Unsupported);
+        }
+        let mut strings = Vec::with_capacity(4);
+        for arg in &call.args {
+            match self.eval(arg)? {
+                Direct::Json(value) => match value.into_owned() {
+                    Value::String(s) => strings.push(s),
+                    _ => return Err(Unsupported),
+                },
+                Direct::Optional(_) => return Err(Unsupported),
+            }
+        }
+        let mut strings = strings.into_iter();
+        let call = ResourceCall {
+            api_version: strings.next().ok_or(Unsupported)?,
+            resource: strings.next().ok_or(Unsupported)?,
+            namespace: strings.next().ok_or(Unsupported)?,
+            name: strings.next(),
+        };
+        self.names.read(call).map(json).ok_or(Unsupported)
     }
 }
 
