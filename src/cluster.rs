@@ -3,7 +3,6 @@
 //! capabilities, with the same lookup made once per evaluation.
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
@@ -181,8 +180,14 @@ impl Cluster for HostCluster {
 /// or entries ask for the same object, the host is asked once.
 pub struct CachedCluster<'c> {
     inner: &'c dyn Cluster,
-    answers: RefCell<BTreeMap<Read, Rc<Result<Answer, String>>>>,
+    /// A list, searched in order: an evaluation reads a few objects, and a
+    /// map's first node holds room for eleven `Read`s (over a KiB of a fresh
+    /// instance's heap, where each new 4 KiB page is a page fault).
+    answers: RefCell<Vec<(Read, SharedAnswer)>>,
 }
+
+/// One read's outcome, shared by everyone who asks for it.
+type SharedAnswer = Rc<Result<Answer, String>>;
 
 /// The host's bytes, and the whole of them as JMESPath data once something
 /// needed all of it.
@@ -215,8 +220,8 @@ impl<'c> CachedCluster<'c> {
         }
     }
 
-    fn answer(&self, read: &Read) -> Rc<Result<Answer, String>> {
-        if let Some(answer) = self.answers.borrow().get(read) {
+    fn answer(&self, read: &Read) -> SharedAnswer {
+        if let Some((_, answer)) = self.answers.borrow().iter().find(|(r, _)| r == read) {
             return answer.clone();
         }
         let answer = Rc::new(self.inner.read(read).map(|bytes| Answer {
@@ -225,7 +230,7 @@ impl<'c> CachedCluster<'c> {
         }));
         self.answers
             .borrow_mut()
-            .insert(read.clone(), answer.clone());
+            .push((read.clone(), answer.clone()));
         answer
     }
 

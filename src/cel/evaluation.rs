@@ -58,14 +58,17 @@ pub(super) struct Evaluation<'a> {
     compiled: BTreeMap<&'a str, Rc<Compiled>>,
     /// The crate's values of the variables computed so far.
     variables: BTreeMap<String, Result<CelValue, String>>,
-    /// The direct evaluator's; `None`: left to the crate.
-    direct_variables: BTreeMap<String, Option<Direct<'static>>>,
+    /// The direct evaluator's; `None`: left to the crate. Lists, here and
+    /// for `answers`: an evaluation holds a few of each, and a map's first
+    /// node has room for eleven (a fresh instance faults in each new 4 KiB
+    /// page of heap).
+    direct_variables: Vec<(String, Option<Direct<'static>>)>,
     /// How deep variables being computed directly read other variables.
     direct_depth: usize,
     /// A mutation's own expression is being evaluated directly (not a
     /// variable it reads).
     pub(super) in_mutation: bool,
-    answers: BTreeMap<ResourceCall, Result<Value, String>>,
+    answers: Vec<(ResourceCall, Result<Value, String>)>,
     /// `image.GetMetadata` answers, by reference.
     images: BTreeMap<String, Result<Value, String>>,
     /// `authorizer` decisions, by check.
@@ -100,10 +103,10 @@ impl<'a> Evaluation<'a> {
             context: None,
             compiled: BTreeMap::new(),
             variables: BTreeMap::new(),
-            direct_variables: BTreeMap::new(),
+            direct_variables: Vec::new(),
             direct_depth: 0,
             in_mutation: false,
-            answers: BTreeMap::new(),
+            answers: Vec::new(),
             images: BTreeMap::new(),
             checks: BTreeMap::new(),
             namespace: None,
@@ -420,7 +423,7 @@ impl<'a> Evaluation<'a> {
 
     /// The host's answer to `call`, read once per evaluation.
     fn read(&mut self, call: ResourceCall) -> Result<Value, String> {
-        if let Some(answer) = self.answers.get(&call) {
+        if let Some((_, answer)) = self.answers.iter().find(|(c, _)| *c == call) {
             return answer.clone();
         }
         self.within_read_bound("resource reads")?;
@@ -439,7 +442,7 @@ impl<'a> Evaluation<'a> {
             self.request.kinds,
             self.request.cluster,
         );
-        self.answers.insert(call, answer.clone());
+        self.answers.push((call, answer.clone()));
         answer
     }
 
@@ -535,7 +538,7 @@ impl<'a> Evaluation<'a> {
                 // A failed read is kept as the call's answer; a read not
                 // made (too many) ends the evaluation.
                 if let Err(why) = self.read(call.clone())
-                    && !self.answers.contains_key(&call)
+                    && !self.answers.iter().any(|(c, _)| *c == call)
                 {
                     return Err(why);
                 }
@@ -561,7 +564,7 @@ impl direct::Names for Evaluation<'_> {
     }
 
     fn variable(&mut self, name: &str) -> Option<Direct<'static>> {
-        if let Some(value) = self.direct_variables.get(name) {
+        if let Some((_, value)) = self.direct_variables.iter().find(|(n, _)| n == name) {
             return value.clone();
         }
         // Variables read variables; a cycle is left to the crate to report.
@@ -577,8 +580,14 @@ impl direct::Names for Evaluation<'_> {
             .map(Direct::into_owned);
         self.in_mutation = in_mutation;
         self.direct_depth -= 1;
-        self.direct_variables
-            .insert(name.to_string(), value.clone());
+        // A cycle may have recorded the variable meanwhile: the outermost
+        // evaluation's value is the one kept.
+        match self.direct_variables.iter_mut().find(|(n, _)| n == name) {
+            Some((_, slot)) => *slot = value.clone(),
+            None => self
+                .direct_variables
+                .push((name.to_string(), value.clone())),
+        }
         value
     }
 
