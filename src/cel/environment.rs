@@ -184,13 +184,13 @@ impl Libraries {
     }
 }
 
-/// The identifier-like words of a text.
 /// Whether a word of an expression's text brings in the time library (and
 /// with it the operator rewrite of [`Libraries::prepare`]).
 pub fn names_time(word: &str) -> bool {
     matches!(word, "timestamp" | "duration" | "time")
 }
 
+/// The identifier-like words of a text.
 pub fn identifiers(source: &str) -> impl Iterator<Item = &str> {
     source
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
