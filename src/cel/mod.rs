@@ -453,14 +453,10 @@ impl CelPolicy {
     /// would with [`CelPolicy::libraries`], reading the expressions' text
     /// only for the time library.
     pub fn prepare(&self, expression: &mut ::cel::common::ast::IdedExpr) {
-        let uses_time = match self.derived.get() {
-            Some(derived) => derived.libraries.time,
-            None => *self.uses_time.get_or_init(|| {
-                self.sources().any(|(_, source)| {
-                    environment::identifiers(source).any(environment::names_time)
-                })
-            }),
-        };
+        let uses_time = *self.uses_time.get_or_init(|| {
+            self.sources()
+                .any(|(_, source)| environment::identifiers(source).any(environment::names_time))
+        });
         if uses_time {
             libraries::time::rewrite_for_times(expression);
         }
