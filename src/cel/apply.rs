@@ -1,150 +1,320 @@
 //! `ApplyConfiguration`: the expression's object merged into the object as
-//! server-side apply merges: maps field by field, associative lists item by
-//! item by their keys, every other list replaced whole.
+//! Kubernetes' mutating admission policies merge it (structured merge, the
+//! server-side apply merge): structs and maps field by field, associative
+//! lists item by item by their keys, sets as sets, atomic values whole.
 //!
-//! Which lists are associative, and by which keys, is Kubernetes' schema for
-//! the built-in kinds (`x-kubernetes-list-type: map` and its
-//! `x-kubernetes-list-map-keys`); the table below holds the lists of the
-//! kinds Pods and their controllers are made of. An object of a kind with no
-//! schema here (a custom resource) merges as Kubernetes merges an unknown
-//! type: maps field by field, lists replaced.
+//! For a built-in kind the schema (`apply_schema`) decides, and the apply
+//! configuration is first checked against it as Kubernetes checks it: a
+//! field the kind does not declare, or a value of the wrong type, is an
+//! error, and so is any atomic list, map or struct it sets, unless the
+//! policy asked for server-side apply's replacing of atomics (Kyverno's
+//! `evaluation.useServerSideApply`). An object of a kind with no schema here
+//! (a custom resource) merges as Kubernetes merges a type it knows nothing
+//! of: maps field by field, lists replaced.
 
 use serde_json::Value;
 
-/// Lists merged item by item, by the field names that follow them: found by
-/// the field path's last segments (list indexes left out).
-const ASSOCIATIVE: &[(&[&str], &[&str])] = &[
-    (&["containers"], &["name"]),
-    (&["initContainers"], &["name"]),
-    (&["ephemeralContainers"], &["name"]),
-    (&["containers", "env"], &["name"]),
-    (&["initContainers", "env"], &["name"]),
-    (&["ephemeralContainers", "env"], &["name"]),
-    (&["containers", "ports"], &["containerPort", "protocol"]),
-    (&["initContainers", "ports"], &["containerPort", "protocol"]),
-    (&["containers", "volumeMounts"], &["mountPath"]),
-    (&["initContainers", "volumeMounts"], &["mountPath"]),
-    (&["ephemeralContainers", "volumeMounts"], &["mountPath"]),
-    (&["containers", "volumeDevices"], &["devicePath"]),
-    (&["initContainers", "volumeDevices"], &["devicePath"]),
-    (&["resources", "claims"], &["name"]),
-    (&["spec", "volumes"], &["name"]),
-    (&["spec", "imagePullSecrets"], &["name"]),
-    (&["spec", "hostAliases"], &["ip"]),
-    (
-        &["spec", "topologySpreadConstraints"],
-        &["topologyKey", "whenUnsatisfiable"],
-    ),
-    (&["spec", "resourceClaims"], &["name"]),
-    (&["spec", "schedulingGates"], &["name"]),
-    (&["metadata", "ownerReferences"], &["uid"]),
-    (&["status", "conditions"], &["type"]),
-];
+use super::apply_schema::{ListKind, Shape};
 
-/// Lists merged as sets of scalars.
-const SETS: &[&[&str]] = &[&["metadata", "finalizers"]];
+pub use super::apply_schema::{SchemaType, kind as schema_of};
 
-/// Key fields Kubernetes defaults when an item leaves them out.
-fn key_default(field: &str) -> Option<Value> {
-    (field == "protocol").then(|| Value::String("TCP".to_string()))
-}
-
-/// Merges `config` into `object`. `schema` says whether the object is of a
-/// built-in kind whose lists the table describes.
-pub fn merge(object: &mut Value, config: &Value, schema: bool) -> Result<(), String> {
-    let mut path = Vec::new();
-    merge_at(object, config, &mut path, schema, 0)
+/// Merges `config` into `object`, whose type is `schema` (`None`: not a
+/// built-in kind). `atomics` says whether atomic values may be replaced.
+pub fn merge(
+    object: &mut Value,
+    config: &Value,
+    schema: Option<SchemaType>,
+    atomics: bool,
+) -> Result<(), String> {
+    if let Some(schema) = schema {
+        let mut found = Vec::new();
+        check(config, schema, &mut String::new(), &mut found, 0)
+            .map_err(|why| format!("failed to convert patch object to typed object: {why}"))?;
+        if !found.is_empty() && !atomics {
+            return Err(format!(
+                "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
+                found.join(", ")
+            ));
+        }
+    }
+    merge_at(object, config, schema, 0)
 }
 
 const MAX_DEPTH: usize = 128;
 
+/// Checks what a JSON Patch operation wrote at `pointer` (already applied to
+/// `object`) against the schema, as Kubernetes' strict decoding of the
+/// patched object does: a field the kind does not declare is an error.
+pub fn check_written(object: &Value, schema: SchemaType, pointer: &str) -> Result<(), String> {
+    let mut at = object;
+    let mut ty = schema;
+    let mut path = String::new();
+    let unknown = |path: &str| {
+        format!(
+            "strict decoding error: unknown field \"{}\"",
+            path.trim_start_matches('.')
+        )
+    };
+    for segment in pointer.split('/').skip(1) {
+        let segment = segment.replace("~1", "/").replace("~0", "~");
+        let next = match (ty.shape(), at) {
+            (Some(Shape::Struct { .. }), Value::Object(fields)) => {
+                push_field(&mut path, &segment);
+                ty = ty.field(&segment).ok_or_else(|| unknown(&path))?;
+                fields.get(&segment)
+            }
+            (Some(Shape::Map { element, .. }), Value::Object(fields)) => {
+                push_field(&mut path, &segment);
+                ty = element;
+                fields.get(&segment)
+            }
+            (Some(Shape::List { element, .. }), Value::Array(items)) => {
+                let index = match segment.as_str() {
+                    "-" => items.len().saturating_sub(1),
+                    index => index.parse().unwrap_or(usize::MAX),
+                };
+                path.push_str(&format!("[{index}]"));
+                ty = element;
+                items.get(index)
+            }
+            // Untyped values and anything the patch left odd: nothing to check.
+            _ => return Ok(()),
+        };
+        let Some(next) = next else { return Ok(()) };
+        at = next;
+    }
+    check(at, ty, &mut path, &mut Vec::new(), 0).map_err(|why| {
+        match why.strip_suffix(": field not declared in schema") {
+            Some(path) => unknown(path),
+            None => why,
+        }
+    })
+}
+
+/// Checks a value against its type, as Kubernetes types an apply
+/// configuration: every field declared, every value of its type. Collects
+/// the paths of the atomic values it sets.
+fn check(
+    value: &Value,
+    schema: SchemaType,
+    path: &mut String,
+    atomics: &mut Vec<String>,
+    depth: usize,
+) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!("{path}: nested more than {MAX_DEPTH} deep"));
+    }
+    let shape = schema
+        .shape()
+        .ok_or_else(|| format!("{path}: no type in the schema table"))?;
+    let mismatch = |expected: &str, path: &String| {
+        Err(format!(
+            "{path}: expected {expected}, got {}",
+            kind_of(value)
+        ))
+    };
+    match (shape, value) {
+        (_, Value::Null) => Ok(()),
+        (Shape::String, Value::String(_))
+        | (Shape::Numeric, Value::Number(_))
+        | (Shape::Boolean, Value::Bool(_))
+        | (Shape::AnyScalar, Value::String(_) | Value::Number(_) | Value::Bool(_)) => Ok(()),
+        (Shape::String, _) => mismatch("string", path),
+        (Shape::Numeric, _) => mismatch("numeric (int or float)", path),
+        (Shape::Boolean, _) => mismatch("boolean", path),
+        (Shape::AnyScalar, _) => mismatch("scalar", path),
+        (Shape::Untyped { atomic }, Value::Object(fields)) => {
+            if atomic {
+                atomics.push(path.clone());
+            }
+            for (name, field) in fields {
+                let length = push_field(path, name);
+                check(field, schema, path, atomics, depth + 1)?;
+                path.truncate(length);
+            }
+            Ok(())
+        }
+        (Shape::Untyped { .. }, Value::Array(items)) => {
+            atomics.push(path.clone());
+            check_items(items, SchemaType::UNTYPED_ATOMIC, path, atomics, depth)
+        }
+        (Shape::Untyped { .. }, _) => Ok(()),
+        (Shape::Struct { atomic }, Value::Object(fields)) => {
+            if atomic {
+                atomics.push(path.clone());
+            }
+            for (name, field) in fields {
+                let length = push_field(path, name);
+                let declared = schema
+                    .field(name)
+                    .ok_or_else(|| format!("{path}: field not declared in schema"))?;
+                check(field, declared, path, atomics, depth + 1)?;
+                path.truncate(length);
+            }
+            Ok(())
+        }
+        (Shape::Map { element, atomic }, Value::Object(fields)) => {
+            if atomic {
+                atomics.push(path.clone());
+            }
+            for (name, field) in fields {
+                let length = push_field(path, name);
+                check(field, element, path, atomics, depth + 1)?;
+                path.truncate(length);
+            }
+            Ok(())
+        }
+        (Shape::Struct { .. } | Shape::Map { .. }, _) => mismatch("map", path),
+        (Shape::List { element, kind }, Value::Array(items)) => {
+            if kind == ListKind::Atomic {
+                atomics.push(path.clone());
+            }
+            check_items(items, element, path, atomics, depth)
+        }
+        (Shape::List { .. }, _) => mismatch("list", path),
+    }
+}
+
+fn check_items(
+    items: &[Value],
+    element: SchemaType,
+    path: &mut String,
+    atomics: &mut Vec<String>,
+    depth: usize,
+) -> Result<(), String> {
+    for (i, item) in items.iter().enumerate() {
+        let length = path.len();
+        path.push_str(&format!("[{i}]"));
+        check(item, element, path, atomics, depth + 1)?;
+        path.truncate(length);
+    }
+    Ok(())
+}
+
+/// Appends `.name` to a path, giving the length to cut it back to.
+fn push_field(path: &mut String, name: &str) -> usize {
+    let length = path.len();
+    path.push('.');
+    path.push_str(name);
+    length
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "map",
+    }
+}
+
 fn merge_at(
     object: &mut Value,
     config: &Value,
-    path: &mut Vec<String>,
-    schema: bool,
+    schema: Option<SchemaType>,
     depth: usize,
 ) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!("nested more than {MAX_DEPTH} deep"));
     }
-    match (object, config) {
-        (Value::Object(target), Value::Object(fields)) => {
+    let shape = schema.and_then(SchemaType::shape);
+    match (object, config, shape) {
+        // Atomic values are replaced whole (reached only when allowed).
+        (
+            object,
+            config,
+            Some(
+                Shape::Struct { atomic: true }
+                | Shape::Map { atomic: true, .. }
+                | Shape::Untyped { atomic: true }
+                | Shape::List {
+                    kind: ListKind::Atomic,
+                    ..
+                },
+            ),
+        ) => {
+            *object = config.clone();
+            Ok(())
+        }
+        (Value::Object(target), Value::Object(fields), shape) => {
             for (name, value) in fields {
-                path.push(name.clone());
+                let field = match shape {
+                    Some(Shape::Struct { .. }) => schema.and_then(|s| s.field(name)),
+                    Some(Shape::Map { element, .. }) => Some(element),
+                    Some(Shape::Untyped { .. }) => schema,
+                    _ => None,
+                };
                 match target.get_mut(name) {
-                    Some(existing) => merge_at(existing, value, path, schema, depth + 1)?,
+                    Some(existing) => merge_at(existing, value, field, depth + 1)?,
                     None => {
                         target.insert(name.clone(), value.clone());
                     }
                 }
-                path.pop();
             }
             Ok(())
         }
-        (Value::Array(items), Value::Array(applied)) if schema => {
-            if let Some(keys) = associative_keys(path) {
-                for item in applied {
-                    let found = items
-                        .iter_mut()
-                        .find(|existing| same_key(existing, item, keys));
-                    match found {
-                        Some(existing) => merge_at(existing, item, path, schema, depth + 1)?,
-                        None => items.push(item.clone()),
+        (Value::Array(items), Value::Array(applied), Some(Shape::List { element, kind })) => {
+            match kind {
+                ListKind::Map => {
+                    let Some(list) = schema else { return Ok(()) };
+                    for item in applied {
+                        let mut same = items
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, existing)| same_key(existing, item, list))
+                            .map(|(at, _)| at);
+                        match (same.next(), same.next()) {
+                            (Some(at), None) => {
+                                if let Some(existing) = items.get_mut(at) {
+                                    merge_at(existing, item, Some(element), depth + 1)?;
+                                }
+                            }
+                            // Items the object has twice (Kubernetes lets old
+                            // objects keep them) are replaced by the one set.
+                            (Some(first), Some(_)) => {
+                                let mut at = 0;
+                                items.retain(|existing| {
+                                    at += 1;
+                                    at - 1 == first || !same_key(existing, item, list)
+                                });
+                                if let Some(kept) = items.get_mut(first) {
+                                    *kept = item.clone();
+                                }
+                            }
+                            _ => items.push(item.clone()),
+                        }
                     }
                 }
-            } else if is_set(path) {
-                for item in applied {
-                    if !items.contains(item) {
-                        items.push(item.clone());
+                _ => {
+                    for item in applied {
+                        if !items.contains(item) {
+                            items.push(item.clone());
+                        }
                     }
                 }
-            } else {
-                *items = applied.clone();
             }
             Ok(())
         }
-        (object, config) => {
+        (object, config, _) => {
             *object = config.clone();
             Ok(())
         }
     }
 }
 
-fn ends_with(path: &[String], suffix: &[&str]) -> bool {
-    path.len() >= suffix.len()
-        && path
-            .iter()
-            .rev()
-            .zip(suffix.iter().rev())
-            .all(|(segment, wanted)| segment == wanted)
-}
-
-fn associative_keys(path: &[String]) -> Option<&'static [&'static str]> {
-    ASSOCIATIVE
-        .iter()
-        .find(|(suffix, _)| ends_with(path, suffix))
-        .map(|(_, keys)| *keys)
-}
-
-fn is_set(path: &[String]) -> bool {
-    SETS.iter().any(|suffix| ends_with(path, suffix))
-}
-
-fn same_key(a: &Value, b: &Value, keys: &[&str]) -> bool {
-    keys.iter().all(|key| {
-        let field = |item: &Value| item.get(key).cloned().or_else(|| key_default(key));
+/// Whether two items of a map-type list have the same keys, a key left out
+/// counting as its default.
+fn same_key(a: &Value, b: &Value, list: SchemaType) -> bool {
+    list.keys().all(|(key, default)| {
+        let field = |item: &Value| match item.get(key) {
+            Some(value) => value.clone(),
+            None if default.is_empty() => Value::Null,
+            None => Value::String(default.to_string()),
+        };
         field(a) == field(b)
     })
-}
-
-/// Whether the table describes objects of this `apiVersion`: the built-in
-/// groups (no dot, or under `k8s.io`).
-pub fn has_schema(api_version: &str) -> bool {
-    match api_version.rsplit_once('/') {
-        None => true,
-        Some((group, _)) => !group.contains('.') || group.ends_with(".k8s.io"),
-    }
 }
 
 #[cfg(test)]
@@ -152,9 +322,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn pod() -> Option<SchemaType> {
+        schema_of("v1", "Pod")
+    }
+
     fn merged(object: Value, config: Value) -> Value {
         let mut object = object;
-        merge(&mut object, &config, true).unwrap();
+        merge(&mut object, &config, pod(), true).unwrap();
         object
     }
 
@@ -202,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn atomic_lists_are_replaced_and_sets_unite() {
+    fn atomic_lists_are_replaced_when_allowed_and_sets_unite() {
         assert_eq!(
             merged(
                 json!({"spec": {"tolerations": [{"key": "a"}]}, "metadata": {"finalizers": ["x"]}}),
@@ -213,16 +387,87 @@ mod tests {
     }
 
     #[test]
-    fn custom_resources_replace_lists() {
-        let mut object = json!({"spec": {"containers": [{"name": "a"}]}});
+    fn atomic_values_are_refused_unless_allowed() {
+        let mut object = json!({"spec": {"containers": [{"name": "a", "args": ["x"]}]}});
+        let config = json!({"spec": {
+            "containers": [{"name": "a", "args": ["y"]}],
+            "nodeSelector": {"zone": "a"}
+        }});
+        let error = merge(&mut object, &config, pod(), false).unwrap_err();
+        assert_eq!(
+            error,
+            "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.containers[0].args, .spec.nodeSelector"
+        );
+        assert_eq!(
+            object,
+            json!({"spec": {"containers": [{"name": "a", "args": ["x"]}]}})
+        );
+    }
+
+    #[test]
+    fn undeclared_fields_and_wrong_types_are_errors() {
+        let mut object = json!({"spec": {}});
+        let error =
+            merge(&mut object, &json!({"spec": {"nodeNme": "n"}}), pod(), true).unwrap_err();
+        assert_eq!(
+            error,
+            "failed to convert patch object to typed object: .spec.nodeNme: field not declared in schema"
+        );
+        let error = merge(
+            &mut object,
+            &json!({"spec": {"priority": "high"}}),
+            pod(),
+            true,
+        )
+        .unwrap_err();
+        assert!(
+            error.ends_with(".spec.priority: expected numeric (int or float), got string"),
+            "{error}"
+        );
+        // Labels and annotations are maps of strings, whatever their keys.
+        assert!(
+            merge(
+                &mut object,
+                &json!({"metadata": {"labels": {"any.key/x": "v"}}}),
+                pod(),
+                false
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn json_patch_writes_are_checked_against_the_schema() {
+        let deployment = schema_of("apps/v1", "Deployment").unwrap();
+        let object = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "a"}, {"name": "x", "ports": [{"containerPortZ": 8080}]}
+        ]}}}});
+        assert_eq!(
+            check_written(&object, deployment, "/spec/template/spec/containers/-"),
+            Err("strict decoding error: unknown field \"spec.template.spec.containers[1].ports[0].containerPortZ\"".to_string())
+        );
+        assert!(check_written(&object, deployment, "/spec/template/spec/containers/0").is_ok());
+        let labelled = json!({"metadata": {"labels": {"a/b": "c"}}});
+        assert!(check_written(&labelled, deployment, "/metadata/labels/a~1b").is_ok());
+        assert_eq!(
+            check_written(&labelled, deployment, "/metadata/labelz"),
+            Err("strict decoding error: unknown field \"metadata.labelz\"".to_string())
+        );
+    }
+
+    #[test]
+    fn custom_resources_merge_maps_and_replace_lists() {
+        let mut object = json!({"spec": {"containers": [{"name": "a"}], "x": {"a": 1}}});
         merge(
             &mut object,
-            &json!({"spec": {"containers": [{"name": "b"}]}}),
+            &json!({"spec": {"containers": [{"name": "b"}], "x": {"b": 2}}}),
+            schema_of("example.com/v1", "Widget"),
             false,
         )
         .unwrap();
-        assert_eq!(object, json!({"spec": {"containers": [{"name": "b"}]}}));
-        assert!(has_schema("v1") && has_schema("apps/v1") && has_schema("networking.k8s.io/v1"));
-        assert!(!has_schema("example.com/v1"));
+        assert_eq!(
+            object,
+            json!({"spec": {"containers": [{"name": "b"}], "x": {"a": 1, "b": 2}}})
+        );
     }
 }

@@ -215,7 +215,12 @@ fn run_on_target(
             return Ok(None);
         }
     }
-    mutate(policy, &mut evaluation).map(Some)
+    mutate(
+        policy,
+        &mut evaluation,
+        super::apply::schema_of("v1", "Pod"),
+    )
+    .map(Some)
 }
 
 /// The Binding with the Pod's new or changed labels and annotations; what

@@ -101,9 +101,20 @@ fn json_patch_applies_in_order_and_must_apply() {
     );
     assert!(response.accepted, "{:?}", response.message);
     assert_eq!(annotations(&response), json!({"example.com/a": "x"}));
+    // A failed `test` leaves the object as it was, as in Kubernetes and
+    // Kyverno (kubernetes/apiserver json_patch_test.go).
     let response = run(
         "binding.json",
-        policy("[JSONPatch{op: 'test', path: '/metadata/name', value: 'other'}]"),
+        policy(
+            "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'a': 'b'}}, JSONPatch{op: 'test', path: '/metadata/name', value: 'other'}]",
+        ),
+    );
+    assert!(response.accepted, "{:?}", response.message);
+    assert!(response.mutated_object.is_none());
+    // Any other operation that does not apply is an error.
+    let response = run(
+        "binding.json",
+        policy("[JSONPatch{op: 'remove', path: '/metadata/labels/missing'}]"),
     );
     assert!(!response.accepted);
     assert!(

@@ -178,7 +178,14 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
             audit.push((format!("{}/{}", policy.name, annotation.key), value));
         }
     }
-    let current = mutate(policy, &mut evaluation)?;
+    let schema = match template {
+        Some(_) => apply::schema_of("v1", "Pod"),
+        None => {
+            let field = |name: &str| object.get(name).and_then(Value::as_str).unwrap_or_default();
+            apply::schema_of(field("apiVersion"), field("kind"))
+        }
+    };
+    let current = mutate(policy, &mut evaluation, schema)?;
     let mutated = match template {
         Some(pointer) => {
             let mut whole = object.clone();
@@ -241,17 +248,20 @@ pub(super) fn condition_holds<'a>(
 
 /// Runs the policy's mutations in order over the evaluation's object, each
 /// over the object as the one before left it; gives the object at the end.
+///
+/// `schema` is the object's type, for apply configurations: the Pod's for a
+/// Pod template seen through autogen.
 pub(super) fn mutate<'a>(
     policy: &'a CelPolicy,
     evaluation: &mut Evaluation<'a>,
+    schema: Option<apply::SchemaType>,
 ) -> Result<Value, String> {
-    let schema = apply::has_schema(
-        evaluation
-            .object()
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default(),
-    );
+    let atomics = policy
+        .spec
+        .evaluation
+        .as_ref()
+        .and_then(|e| e.use_server_side_apply)
+        .unwrap_or(false);
     for (i, mutation) in policy.spec.mutations.iter().enumerate() {
         let (field, expression) = match (&mutation.apply_configuration, &mutation.json_patch) {
             (Some(e), _) => ("applyConfiguration", e),
@@ -276,15 +286,15 @@ pub(super) fn mutate<'a>(
                         "mutations[{i}]: an apply configuration must be an object (Object{{...}}), not {result}"
                     ));
                 }
-                apply::merge(&mut current, &result, schema)
-                    .map_err(|why| format!("mutations[{i}]: {why}"))?;
+                apply::merge(&mut current, &result, schema, atomics)
+                    .map_err(|why| format!("mutations[{i}]: error applying patch: {why}"))?;
             }
             _ => {
                 let patch: json_patch::Patch = serde_json::from_value(result).map_err(|why| {
                     format!("mutations[{i}]: not a list of JSONPatch operations: {why}")
                 })?;
-                json_patch::patch(&mut current, &patch)
-                    .map_err(|why| format!("mutations[{i}]: JSON Patch does not apply: {why}"))?;
+                super::json_patch_mutation::apply(&mut current, patch.0, schema)
+                    .map_err(|why| format!("mutations[{i}]: {why}"))?;
             }
         }
         // Later expressions see the object as this mutation left it.

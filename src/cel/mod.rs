@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::settings::{AUTOGEN_DEFAULT, Checks, FailurePolicy};
 
 pub mod apply;
+mod apply_schema;
 mod autogen;
 mod bound_pod;
 mod comprehensions;
@@ -26,8 +27,11 @@ pub mod environment;
 pub(crate) mod evaluation;
 pub mod exception;
 mod extension_macros;
+mod json_patch_mutation;
 pub mod libraries;
 pub mod matching;
+#[cfg(test)]
+mod patch_conformance;
 pub mod program;
 mod request_types;
 mod result_types;
@@ -623,7 +627,9 @@ impl CelPolicy {
                 self.kind.is_kyverno(),
             )
             .map_err(|why| format!("{at}: {why}"))?;
-            if let Some(why) = result_types::mismatch(place, &ty) {
+            if let Some(why) = result_types::mismatch(place, &ty)
+                .or_else(|| result_types::misnamed(place, &compiled.expression))
+            {
                 return Err(format!("{at}: {why}"));
             }
             if let Place::Variable(i) = place

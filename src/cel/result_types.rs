@@ -4,7 +4,10 @@
 //! Kubernetes' and Kyverno's type checkers refuse these when the policy is
 //! created; an expression of type `dyn` is found out when it runs.
 
+use ::cel::common::ast::{EntryExpr, Expr, IdedExpr, operators};
+
 use super::Place;
+use super::program::children;
 use super::type_check::Ty;
 
 /// Why a value of type `ty`, at `place`, cannot be what that place needs.
@@ -37,6 +40,72 @@ pub fn mismatch(place: Place, ty: &Ty) -> Option<String> {
         "a"
     };
     (!fits).then(|| format!("gives {article} {ty}; it must give {wanted}"))
+}
+
+/// Kubernetes names each `Object` construction by its field path from the
+/// root (`Object{spec: Object.spec{...}}`), and an apply configuration must
+/// give `Object` itself. Where the nesting is written out (a field's value,
+/// the items of a list literal, the branches of `?:`), a name off the path
+/// is found here; Kubernetes finds it when the mutation runs. Constructions
+/// that reach a field through a variable or a macro are not followed.
+pub fn misnamed(place: Place, expr: &IdedExpr) -> Option<String> {
+    if let Place::Mutation(_, "applyConfiguration") = place {
+        for root in branches(expr) {
+            if let Expr::Struct(s) = &root.expr
+                && s.type_name.starts_with("Object.")
+            {
+                return Some(format!("must evaluate to Object but got {}", s.type_name));
+            }
+        }
+    }
+    let mut found = None;
+    visit(expr, &mut found);
+    found
+}
+
+fn visit(expr: &IdedExpr, found: &mut Option<String>) {
+    if found.is_some() {
+        return;
+    }
+    if let Expr::Struct(s) = &expr.expr
+        && (s.type_name == "Object" || s.type_name.starts_with("Object."))
+    {
+        for entry in &s.entries {
+            let EntryExpr::StructField(field) = &entry.expr else {
+                continue;
+            };
+            let expected = format!("{}.{}", s.type_name, field.field);
+            for value in branches(&field.value) {
+                let items: Vec<&IdedExpr> = match &value.expr {
+                    Expr::List(list) => list.elements.iter().flat_map(branches).collect(),
+                    _ => vec![value],
+                };
+                for item in items {
+                    if let Expr::Struct(inner) = &item.expr
+                        && inner.type_name.starts_with("Object")
+                        && inner.type_name != expected
+                    {
+                        *found = Some(format!(
+                            "type mismatch: unexpected type name \"{}\", expected \"{expected}\", which matches field name path from root Object type",
+                            inner.type_name
+                        ));
+                        return;
+                    }
+                }
+            }
+        }
+    }
+    children(expr, &mut |child| visit(child, found));
+}
+
+/// An expression's possible values as written: both branches of `?:`.
+fn branches(expr: &IdedExpr) -> Vec<&IdedExpr> {
+    match &expr.expr {
+        Expr::Call(call) if call.func_name == operators::CONDITIONAL => {
+            call.args.iter().skip(1).flat_map(branches).collect()
+        }
+        _ => vec![expr],
+    }
 }
 
 #[cfg(test)]
@@ -97,5 +166,39 @@ mod tests {
         ] {
             assert_eq!(check(place, source).as_deref(), Some(message), "{source}");
         }
+    }
+
+    #[test]
+    fn constructions_are_named_by_their_field_path() {
+        let named = |place: Place, source: &str| {
+            let compiled = super::super::program::compile(source, "x").unwrap();
+            misnamed(place, &compiled.expression)
+        };
+        let apply = Place::Mutation(0, "applyConfiguration");
+        let patch = Place::Mutation(0, "jsonPatch");
+        for source in [
+            "Object{spec: Object.spec{containers: [Object.spec.containers{name: 'a'}]}}",
+            "Object{spec: x ? Object.spec{} : Object.spec{paused: true}}",
+            "Object{spec: Object.spec{containers: object.spec.containers.map(c, Object.spec.containers{name: c.name})}}",
+        ] {
+            assert_eq!(named(apply, source), None, "{source}");
+        }
+        assert_eq!(
+            named(apply, "Object{spec: Object.specx{replicas: 1}}").as_deref(),
+            Some(
+                "type mismatch: unexpected type name \"Object.specx\", expected \"Object.spec\", which matches field name path from root Object type"
+            )
+        );
+        assert_eq!(
+            named(apply, "Object.spec.metadata{}").as_deref(),
+            Some("must evaluate to Object but got Object.spec.metadata")
+        );
+        assert!(
+            named(
+                patch,
+                "[JSONPatch{op: 'add', path: '/spec/x', value: Object.spec.x{ports: [Object.spec.x.portsZ{}]}}]"
+            )
+            .is_some_and(|m| m.contains("expected \"Object.spec.x.ports\""))
+        );
     }
 }

@@ -167,8 +167,10 @@ pub struct Evaluation {
     pub mode: Option<IgnoredAny>,
     #[serde(default)]
     pub skip_background_requests: Option<IgnoredAny>,
+    /// Lets an apply configuration replace atomic lists, maps and structs
+    /// whole, which Kubernetes' merge refuses (Kyverno's MutatingPolicy).
     #[serde(default)]
-    pub use_server_side_apply: Option<IgnoredAny>,
+    pub use_server_side_apply: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

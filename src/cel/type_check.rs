@@ -206,6 +206,17 @@ impl Checker<'_> {
                 let field = match operand {
                     Ty::Dyn | Ty::Object => Ty::Dyn,
                     Ty::Map(_, value) => *value,
+                    // Kubernetes declares JSONPatch's four fields.
+                    Ty::JsonPatch if matches!(select.field.as_str(), "op" | "path" | "from") => {
+                        Ty::String
+                    }
+                    Ty::JsonPatch if select.field == "value" => Ty::Dyn,
+                    Ty::JsonPatch => {
+                        return Err(TypeError {
+                            message: format!("undefined field '{}'", select.field),
+                            anchor: Some(Anchor::Name(select.field.clone())),
+                        });
+                    }
                     Ty::Declared(declared) => {
                         declared.field(&select.field).ok_or_else(|| TypeError {
                             message: format!("undefined field '{}'", select.field),
