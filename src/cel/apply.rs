@@ -263,7 +263,7 @@ fn merge_at(
                         let mut same = items
                             .iter()
                             .enumerate()
-                            .filter(|(_, existing)| same_key(existing, item, list))
+                            .filter(|(_, existing)| list.same_keys(existing, item))
                             .map(|(at, _)| at);
                         match (same.next(), same.next()) {
                             (Some(at), None) => {
@@ -277,7 +277,7 @@ fn merge_at(
                                 let mut at = 0;
                                 items.retain(|existing| {
                                     at += 1;
-                                    at - 1 == first || !same_key(existing, item, list)
+                                    at - 1 == first || !list.same_keys(existing, item)
                                 });
                                 if let Some(kept) = items.get_mut(first) {
                                     *kept = item.clone();
@@ -302,19 +302,6 @@ fn merge_at(
             Ok(())
         }
     }
-}
-
-/// Whether two items of a map-type list have the same keys, a key left out
-/// counting as its default.
-fn same_key(a: &Value, b: &Value, list: SchemaType) -> bool {
-    list.keys().all(|(key, default)| {
-        let field = |item: &Value| match item.get(key) {
-            Some(value) => value.clone(),
-            None if default.is_empty() => Value::Null,
-            None => Value::String(default.to_string()),
-        };
-        field(a) == field(b)
-    })
 }
 
 #[cfg(test)]

@@ -740,3 +740,59 @@ fn audit_annotations_are_written_as_policy_slash_key() {
             "auditAnnotations": [{"key": "k", "valueExpression": "'x'"}]}});
     assert!(refused(admission_policy).starts_with("settings.spec.auditAnnotations"));
 }
+
+#[test]
+fn patches_meet_kubernetes_schema_as_each_engine_checks_it() {
+    let rules = |resource: &str, group: &str| {
+        json!({"resourceRules": [{"apiGroups": [group], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": [resource]}]})
+    };
+    let patch = |kind: &str, api_version: &str| {
+        json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "m"},
+            "spec": {"matchConstraints": rules("deployments", "apps"), "mutations": [{"patchType": "JSONPatch",
+                "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/spec/nodeSelector', value: {'a': 'b'}}]"}}]}})
+    };
+    // Kubernetes decodes the patched Deployment strictly: no such field.
+    let response = run(
+        "deployment.json",
+        patch("MutatingAdmissionPolicy", "admissionregistration.k8s.io/v1"),
+    );
+    let message = response.message.unwrap_or_default();
+    assert!(
+        !response.accepted
+            && message.contains("strict decoding error: unknown field \"spec.nodeSelector\""),
+        "{message}"
+    );
+    // Kyverno keeps the object unstructured (kyverno/policies
+    // other-mpol/add-nodeSelector runs its Pod patch on Deployments).
+    let response = run(
+        "deployment.json",
+        patch("MutatingPolicy", "policies.kyverno.io/v1"),
+    );
+    assert!(response.accepted, "{:?}", response.message);
+    // An apply configuration may not set an atomic map (a Pod's
+    // nodeSelector) unless the Kyverno policy asks for server-side apply.
+    let apply = |server_side: bool| {
+        mutating_policy(json!({"matchConstraints": rules("pods", ""),
+            "evaluation": {"useServerSideApply": server_side},
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                "Object{spec: Object.spec{nodeSelector: {'zone': 'a'}}}"}}]}))
+    };
+    let response = run("pod-without-node-name.json", apply(false));
+    let message = response.message.unwrap_or_default();
+    assert!(
+        !response.accepted
+            && message
+                .contains("may not mutate atomic arrays, maps or structs: .spec.nodeSelector"),
+        "{message}"
+    );
+    let response = run("pod-without-node-name.json", apply(true));
+    assert!(response.accepted, "{:?}", response.message);
+    assert_eq!(
+        response
+            .mutated_object
+            .unwrap_or_default()
+            .pointer("/spec/nodeSelector"),
+        Some(&json!({"zone": "a"}))
+    );
+}

@@ -262,6 +262,9 @@ pub(super) fn mutate<'a>(
         .as_ref()
         .and_then(|e| e.use_server_side_apply)
         .unwrap_or(false);
+    // Kubernetes decodes a JSON-patched object into its Go type, strictly;
+    // Kyverno keeps objects unstructured, so its patches go unchecked.
+    let typed = schema.filter(|_| !policy.kind.is_kyverno());
     for (i, mutation) in policy.spec.mutations.iter().enumerate() {
         let (field, expression) = match (&mutation.apply_configuration, &mutation.json_patch) {
             (Some(e), _) => ("applyConfiguration", e),
@@ -293,7 +296,7 @@ pub(super) fn mutate<'a>(
                 let patch: json_patch::Patch = serde_json::from_value(result).map_err(|why| {
                     format!("mutations[{i}]: not a list of JSONPatch operations: {why}")
                 })?;
-                super::json_patch_mutation::apply(&mut current, patch.0, schema)
+                super::json_patch_mutation::apply(&mut current, patch.0, typed)
                     .map_err(|why| format!("mutations[{i}]: {why}"))?;
             }
         }
