@@ -866,6 +866,36 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
+            when: "a CEL `Object` construction is named off its field path",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: type mismatch: unexpected type name \"Object.metadatas\", expected \"Object.metadata\", which matches field name path from root Object type\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: type mismatch: unexpected type name \"Object.metadatas\", expected \"Object.metadata\", which matches field name path from root Object type",
+            ),
+            run: || {
+                settings_case(&cel_policy(
+                    "",
+                    "Object{metadata: Object.metadatas{labels: {'a': 'b'}}}",
+                ))
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a CEL apply configuration sets a field the kind does not declare",
+            answer_text: "rejected (`failurePolicy: Fail`, the default): \"MutatingPolicy \"m\": mutations[0]: error applying patch: failed to convert patch object to typed object: .metadata.label: field not declared in schema\"",
+            answer: Rejected(
+                "MutatingPolicy \"m\": mutations[0]: error applying patch: failed to convert patch object to typed object: .metadata.label: field not declared in schema",
+            ),
+            run: || {
+                let settings: Value = serde_json::from_str(&cel_policy(
+                    "",
+                    "Object{metadata: Object.metadata{label: {'zone': variables.node.metadata.labels['topology.kubernetes.io/zone']}}}",
+                ))
+                .unwrap();
+                (payload(fixture("binding.json"), settings), node_1())
+            },
+            reads_node: true,
+        },
+        Case {
             when: "a MutatingPolicy's Node read fails (`failurePolicy: Ignore`)",
             answer_text: "accepted unchanged, with the warning \"MutatingPolicy \"m\" not applied: variables.node: resource.Get: Cannot find v1/Node named 'node-1'",
             answer: Accepted {
