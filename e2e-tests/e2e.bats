@@ -337,3 +337,11 @@ run_case() {
 @test "cel_mutate_existing_bound_pod: mutateExisting with the Pod being bound as its target: the Pod read whole, seen on node-1; the zone it gets rides on the Binding" {
   run_case cel_mutate_existing_bound_pod
 }
+
+@test "cel_apply_atomic_refused: a MutatingAdmissionPolicy's apply configuration sets a Pod's nodeSelector, an atomic map: refused as Kubernetes refuses it, and failurePolicy Fail rejects the Pod" {
+  run_case cel_apply_atomic_refused
+}
+
+@test "cel_apply_server_side_apply: the same apply configuration in a Kyverno MutatingPolicy with evaluation.useServerSideApply: the atomic nodeSelector is set whole" {
+  run_case cel_apply_server_side_apply
+}
