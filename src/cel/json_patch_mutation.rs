@@ -16,8 +16,12 @@ pub fn apply(
     operations: Vec<PatchOperation>,
     schema: Option<SchemaType>,
 ) -> Result<(), String> {
-    let before = object.clone();
-    for operation in operations {
+    // Only a `test` can call for the object as it was.
+    let before = operations
+        .iter()
+        .any(|op| matches!(op, PatchOperation::Test(_)))
+        .then(|| object.clone());
+    for (index, operation) in operations.into_iter().enumerate() {
         let operation = match operation {
             PatchOperation::Replace(replace) if missing_member(object, &replace.path) => {
                 PatchOperation::Add(AddOperation {
@@ -28,11 +32,15 @@ pub fn apply(
             other => other,
         };
         if let Err(why) = json_patch::patch(object, std::slice::from_ref(&operation)) {
-            if matches!(why.kind, PatchErrorKind::TestFailed) {
+            if let (PatchErrorKind::TestFailed, Some(before)) = (&why.kind, before) {
                 *object = before;
                 return Ok(());
             }
-            return Err(format!("JSON Patch does not apply: {why}"));
+            // Operations go one by one: the crate's index would always be 0.
+            return Err(format!(
+                "JSON Patch does not apply: operation {index} failed at path '{}': {}",
+                why.path, why.kind
+            ));
         }
         let written = match &operation {
             PatchOperation::Add(op) => Some(&op.path),
@@ -90,6 +98,21 @@ mod tests {
                 json!([{"op": "replace", "path": "/a/b", "value": 2}])
             )
             .is_err()
+        );
+    }
+
+    #[test]
+    fn an_error_names_the_operation_that_failed() {
+        assert_eq!(
+            run(
+                json!({"a": 1}),
+                json!([{"op": "add", "path": "/b", "value": 2},
+                    {"op": "remove", "path": "/c"}])
+            ),
+            Err(
+                "JSON Patch does not apply: operation 1 failed at path '/c': path is invalid"
+                    .to_string()
+            )
         );
     }
 
