@@ -28,8 +28,13 @@ pub fn merge(
 ) -> Result<(), String> {
     if let Some(schema) = schema {
         let mut found = Vec::new();
-        check(config, schema, &mut String::new(), &mut found, 0)
-            .map_err(|why| format!("failed to convert patch object to typed object: {why}"))?;
+        check(config, schema, &mut String::new(), &mut found, 0).map_err(|why| {
+            let why = match why {
+                Mismatch::Undeclared(path) => format!("{path}: field not declared in schema"),
+                Mismatch::Other(why) => why,
+            };
+            format!("failed to convert patch object to typed object: {why}")
+        })?;
         if !found.is_empty() && !atomics {
             return Err(format!(
                 "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
@@ -58,14 +63,9 @@ pub fn check_written(object: &Value, schema: SchemaType, pointer: &str) -> Resul
     for segment in pointer.split('/').skip(1) {
         let segment = segment.replace("~1", "/").replace("~0", "~");
         let next = match (ty.shape(), at) {
-            (Some(Shape::Struct { .. }), Value::Object(fields)) => {
+            (Some(Shape::Struct { .. } | Shape::Map { .. }), Value::Object(fields)) => {
                 push_field(&mut path, &segment);
-                ty = ty.field(&segment).ok_or_else(|| unknown(&path))?;
-                fields.get(&segment)
-            }
-            (Some(Shape::Map { element, .. }), Value::Object(fields)) => {
-                push_field(&mut path, &segment);
-                ty = element;
+                ty = ty.member(&segment).ok_or_else(|| unknown(&path))?;
                 fields.get(&segment)
             }
             (Some(Shape::List { element, .. }), Value::Array(items)) => {
@@ -83,12 +83,18 @@ pub fn check_written(object: &Value, schema: SchemaType, pointer: &str) -> Resul
         let Some(next) = next else { return Ok(()) };
         at = next;
     }
-    check(at, ty, &mut path, &mut Vec::new(), 0).map_err(|why| {
-        match why.strip_suffix(": field not declared in schema") {
-            Some(path) => unknown(path),
-            None => why,
-        }
+    check(at, ty, &mut path, &mut Vec::new(), 0).map_err(|why| match why {
+        Mismatch::Undeclared(path) => unknown(&path),
+        Mismatch::Other(why) => why,
     })
+}
+
+/// Why a value does not fit its type; each caller words an undeclared field
+/// as Kubernetes does at its step.
+enum Mismatch {
+    /// The path of a field the struct does not declare.
+    Undeclared(String),
+    Other(String),
 }
 
 /// Checks a value against its type, as Kubernetes types an apply
@@ -100,18 +106,20 @@ fn check(
     path: &mut String,
     atomics: &mut Vec<String>,
     depth: usize,
-) -> Result<(), String> {
+) -> Result<(), Mismatch> {
     if depth > MAX_DEPTH {
-        return Err(format!("{path}: nested more than {MAX_DEPTH} deep"));
+        return Err(Mismatch::Other(format!(
+            "{path}: nested more than {MAX_DEPTH} deep"
+        )));
     }
     let shape = schema
         .shape()
-        .ok_or_else(|| format!("{path}: no type in the schema table"))?;
+        .ok_or_else(|| Mismatch::Other(format!("{path}: no type in the schema table")))?;
     let mismatch = |expected: &str, path: &String| {
-        Err(format!(
+        Err(Mismatch::Other(format!(
             "{path}: expected {expected}, got {}",
             kind_of(value)
-        ))
+        )))
     };
     match (shape, value) {
         (_, Value::Null) => Ok(()),
@@ -123,13 +131,19 @@ fn check(
         (Shape::Numeric, _) => mismatch("numeric (int or float)", path),
         (Shape::Boolean, _) => mismatch("boolean", path),
         (Shape::AnyScalar, _) => mismatch("scalar", path),
-        (Shape::Untyped { atomic }, Value::Object(fields)) => {
+        (
+            Shape::Struct { atomic } | Shape::Map { atomic, .. } | Shape::Untyped { atomic },
+            Value::Object(fields),
+        ) => {
             if atomic {
                 atomics.push(path.clone());
             }
             for (name, field) in fields {
                 let length = push_field(path, name);
-                check(field, schema, path, atomics, depth + 1)?;
+                let member = schema
+                    .member(name)
+                    .ok_or_else(|| Mismatch::Undeclared(path.clone()))?;
+                check(field, member, path, atomics, depth + 1)?;
                 path.truncate(length);
             }
             Ok(())
@@ -139,31 +153,6 @@ fn check(
             check_items(items, SchemaType::UNTYPED_ATOMIC, path, atomics, depth)
         }
         (Shape::Untyped { .. }, _) => Ok(()),
-        (Shape::Struct { atomic }, Value::Object(fields)) => {
-            if atomic {
-                atomics.push(path.clone());
-            }
-            for (name, field) in fields {
-                let length = push_field(path, name);
-                let declared = schema
-                    .field(name)
-                    .ok_or_else(|| format!("{path}: field not declared in schema"))?;
-                check(field, declared, path, atomics, depth + 1)?;
-                path.truncate(length);
-            }
-            Ok(())
-        }
-        (Shape::Map { element, atomic }, Value::Object(fields)) => {
-            if atomic {
-                atomics.push(path.clone());
-            }
-            for (name, field) in fields {
-                let length = push_field(path, name);
-                check(field, element, path, atomics, depth + 1)?;
-                path.truncate(length);
-            }
-            Ok(())
-        }
         (Shape::Struct { .. } | Shape::Map { .. }, _) => mismatch("map", path),
         (Shape::List { element, kind }, Value::Array(items)) => {
             if kind == ListKind::Atomic {
@@ -181,7 +170,7 @@ fn check_items(
     path: &mut String,
     atomics: &mut Vec<String>,
     depth: usize,
-) -> Result<(), String> {
+) -> Result<(), Mismatch> {
     for (i, item) in items.iter().enumerate() {
         let length = path.len();
         path.push_str(&format!("[{i}]"));
@@ -238,14 +227,9 @@ fn merge_at(
             *object = config.clone();
             Ok(())
         }
-        (Value::Object(target), Value::Object(fields), shape) => {
+        (Value::Object(target), Value::Object(fields), _) => {
             for (name, value) in fields {
-                let field = match shape {
-                    Some(Shape::Struct { .. }) => schema.and_then(|s| s.field(name)),
-                    Some(Shape::Map { element, .. }) => Some(element),
-                    Some(Shape::Untyped { .. }) => schema,
-                    _ => None,
-                };
+                let field = schema.and_then(|s| s.member(name));
                 match target.get_mut(name) {
                     Some(existing) => merge_at(existing, value, field, depth + 1)?,
                     None => {

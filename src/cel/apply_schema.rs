@@ -153,6 +153,18 @@ impl SchemaType {
         None
     }
 
+    /// The type of the member `name` of an object of this type: a struct's
+    /// field (`None` where the struct does not declare it), a map's element,
+    /// an untyped value's own type. `None` for a type that is not an object.
+    pub fn member(self, name: &str) -> Option<SchemaType> {
+        match self.shape()? {
+            Shape::Struct { .. } => self.field(name),
+            Shape::Map { element, .. } => Some(element),
+            Shape::Untyped { .. } => Some(self),
+            _ => None,
+        }
+    }
+
     /// Whether two items of this map-type list have the same keys, a key
     /// left out counting as the value Kubernetes gives it (ports' protocol:
     /// TCP).
