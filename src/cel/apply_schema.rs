@@ -8,34 +8,12 @@
 //! walk sit together, so a fresh instance touches few of its pages. The
 //! format is described in the generator.
 //!
-//! Where the blob lies matters: policy-server starts every evaluation in a
-//! fresh instance, and each page of the module's data an evaluation first
-//! touches costs a page fault. Among the read-only data, the blob moved the
-//! hot constants after it onto other pages (the Pod pass-through row went
-//! from 6 to 8 pages per evaluation). As atomics it is writable data, placed
-//! after all read-only data, and it is padded to whole pages, so everything
-//! after it keeps its place within its page.
+//! The table lies in writable data with the time zones ([`super::tables`]).
 
-use std::sync::atomic::{AtomicU8, Ordering};
-
-const RAW: &[u8] = include_bytes!("apply_schema.bin");
-
-static BLOB: [AtomicU8; RAW.len()] = writable();
-
-// Evaluated at compile time: an index out of bounds would not compile.
-#[allow(clippy::indexing_slicing)]
-const fn writable() -> [AtomicU8; RAW.len()] {
-    let mut out = [const { AtomicU8::new(0) }; RAW.len()];
-    let mut i = 0;
-    while i < RAW.len() {
-        out[i] = AtomicU8::new(RAW[i]);
-        i += 1;
-    }
-    out
-}
+use super::tables::APPLY_SCHEMA;
 
 fn byte(at: usize) -> Option<u8> {
-    BLOB.get(at).map(|b| b.load(Ordering::Relaxed))
+    APPLY_SCHEMA.byte(at)
 }
 
 /// A type in the table.
@@ -229,11 +207,6 @@ fn copy_name<'b>(at: &mut usize, buffer: &'b mut [u8; 64]) -> Option<&'b str> {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn the_blob_is_whole_pages() {
-        assert_eq!(BLOB.len() % 4096, 0);
-    }
 
     fn path(root: SchemaType, fields: &[&str]) -> SchemaType {
         let mut at = root;

@@ -39,6 +39,7 @@ pub mod spec;
 #[cfg(test)]
 mod spec_conformance;
 mod subset_parser;
+mod tables;
 pub(crate) mod type_check;
 pub mod values;
 

@@ -76,9 +76,40 @@ fn header_length(stream: &[u8]) -> Result<usize, String> {
     Ok(at)
 }
 
-fn decompressed(mut stream: &[u8]) -> Result<Vec<u8>, String> {
+/// Inflates one raw deflate stream onto the end of `out`, to at most `limit`
+/// bytes in all; the bytes of `stream` it took. The time zone table is
+/// inflated here too.
+pub(crate) fn inflate(stream: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<usize, String> {
     use miniz_oxide::inflate::TINFLStatus;
     use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
+    let mut state = DecompressorOxide::new();
+    let (mut read, mut written) = (0, out.len());
+    loop {
+        out.resize((written + 64 * 1024).min(limit + 1), 0);
+        let input = stream.get(read..).unwrap_or_default();
+        let (status, consumed, produced) = decompress(
+            &mut state,
+            input,
+            out,
+            written,
+            inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF,
+        );
+        read += consumed;
+        written += produced;
+        if written > limit {
+            return Err(format!("more than {limit} bytes decompressed"));
+        }
+        match status {
+            TINFLStatus::Done => break,
+            TINFLStatus::HasMoreOutput => {}
+            _ => return Err("flate: corrupt input".into()),
+        }
+    }
+    out.truncate(written);
+    Ok(read)
+}
+
+fn decompressed(mut stream: &[u8]) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     loop {
         let body = stream
@@ -86,30 +117,7 @@ fn decompressed(mut stream: &[u8]) -> Result<Vec<u8>, String> {
             .ok_or("unexpected EOF")?;
         // One member: inflate until its end, growing the output as needed.
         let start = out.len();
-        let mut state = DecompressorOxide::new();
-        let (mut read, mut written) = (0, start);
-        loop {
-            out.resize((written + 64 * 1024).min(MAX_OUTPUT + 1), 0);
-            let input = body.get(read..).unwrap_or_default();
-            let (status, consumed, produced) = decompress(
-                &mut state,
-                input,
-                &mut out,
-                written,
-                inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF,
-            );
-            read += consumed;
-            written += produced;
-            if written > MAX_OUTPUT {
-                return Err(format!("more than {MAX_OUTPUT} bytes decompressed"));
-            }
-            match status {
-                TINFLStatus::Done => break,
-                TINFLStatus::HasMoreOutput => {}
-                _ => return Err("flate: corrupt input".into()),
-            }
-        }
-        out.truncate(written);
+        let read = inflate(body, &mut out, MAX_OUTPUT)?;
         let trailer = body.get(read..read + 8).ok_or("unexpected EOF")?;
         let (crc, size) = trailer.split_at(4);
         let member = out.get(start..).unwrap_or_default();

@@ -29,6 +29,7 @@ pub mod quantity;
 pub mod regex;
 pub mod semver;
 pub mod time;
+pub mod time_zones;
 pub mod url;
 
 /// The crate's string, int, bool and dyn types, for declarations.
