@@ -345,3 +345,15 @@ run_case() {
 @test "cel_apply_server_side_apply: the same apply configuration in a Kyverno MutatingPolicy with evaluation.useServerSideApply: the atomic nodeSelector is set whole" {
   run_case cel_apply_server_side_apply
 }
+
+@test "cel_named_time_zones: a MutatingPolicy reads a time in IANA zones: New York in summer time (UTC-4), Kathmandu's quarter hour (UTC+5:45), Sydney past midnight into the new year (UTC+11)" {
+  run_case cel_named_time_zones
+}
+
+@test "cel_unknown_time_zone_refused: a MutatingPolicy's getter names a zone that does not exist, as a literal: refused when the settings load, with the expression's path and position" {
+  run_case cel_unknown_time_zone_refused
+}
+
+@test "cel_unknown_time_zone_fails: a MutatingAdmissionPolicy takes a zone from a variable, and it does not exist: Go's error when the mutation runs, and failurePolicy Fail rejects the Pod" {
+  run_case cel_unknown_time_zone_fails
+}

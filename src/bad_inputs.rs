@@ -775,6 +775,20 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
+            when: "a CEL timestamp getter names a time zone that does not exist (a typo)",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 94: unknown time zone America/New_Yrok\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: line 1, column 94: unknown time zone America/New_Yrok",
+            ),
+            run: || {
+                settings_case(&cel_policy(
+                    "",
+                    "Object{metadata: Object.metadata{annotations: {'h': string(timestamp('2026-07-01T12:00:00Z').getHours('America/New_Yrok'))}}}",
+                ))
+            },
+            reads_node: false,
+        },
+        Case {
             when: "a CEL expression reads a field `request` does not have (a typo)",
             answer_text: "refused when policy-server loads the policy: \"settings.spec.matchConditions[0].expression: line 1, column 9: undefined field 'operaton'\"",
             answer: SettingsRefused(

@@ -408,6 +408,18 @@ impl Checker<'_> {
         for arg in &call.args {
             args.push(self.infer(arg)?);
         }
+        // A timestamp getter given a zone no database has (a typo) would fail
+        // on every request; cel-go finds it only then.
+        if let (Some(_), [arg]) = (&receiver, call.args.as_slice())
+            && let Expr::Literal(LiteralValue::String(zone)) = &arg.expr
+            && name.starts_with("get")
+            && let Err(message) = super::libraries::time::zone_offset_at(zone, 0)
+        {
+            return Err(TypeError {
+                message,
+                anchor: Some(Anchor::Name(name.to_string())),
+            });
+        }
         let full_name = namespaced.as_deref().unwrap_or(name);
         if let Some(result) = operator_call(name, &args) {
             return result;

@@ -218,15 +218,20 @@ fn field<'b, 'v, const F: u8>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v
 /// fixed offset (`+05:30`, `-08:00`, `02:00`); otherwise `UTC` (or empty),
 /// `Local` (UTC: the module has no local zone) or an IANA name.
 fn zone_offset(zone: &str, t: &Instant) -> Result<i32, ExecutionError> {
+    let seconds = i64::try_from(t.nanos.div_euclid(NANOS)).unwrap_or(i64::MAX);
+    zone_offset_at(zone, seconds).map_err(|why| error("timestamp", why))
+}
+
+/// The UTC offset of `zone` at `unix_seconds`, or why `zone` is none.
+pub fn zone_offset_at(zone: &str, unix_seconds: i64) -> Result<i32, String> {
     if zone.is_empty() || zone == "UTC" || zone == "Local" {
         return Ok(0);
     }
     if !zone.contains(':') {
-        let seconds = i64::try_from(t.nanos.div_euclid(NANOS)).unwrap_or(i64::MAX);
-        return super::time_zones::offset_at(zone, seconds)
-            .ok_or_else(|| error("timestamp", format!("unknown time zone {zone}")));
+        return super::time_zones::offset_at(zone, unix_seconds)
+            .ok_or_else(|| format!("unknown time zone {zone}"));
     }
-    let invalid = || error("timestamp", format!("invalid time zone offset {zone:?}"));
+    let invalid = || format!("invalid time zone offset {zone:?}");
     let (sign, rest) = match zone.strip_prefix('-') {
         Some(rest) => (-1, rest),
         None => (1, zone.strip_prefix('+').unwrap_or(zone)),
