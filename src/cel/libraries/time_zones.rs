@@ -53,7 +53,7 @@ impl Database {
         let mut streams = Vec::with_capacity(count);
         for length in lengths {
             streams.push((at, length));
-            at += length;
+            at = at.saturating_add(length);
         }
         let (start, length) = *streams.first()?;
         let index = inflate(&TIME_ZONES.copy(start, length))?;
@@ -110,11 +110,10 @@ pub fn offset_at(name: &str, unix_seconds: i64) -> Option<i32> {
     // more code than it saves a request.
     let (_, stream, at) = database.names.iter().find(|(known, ..)| known == name)?;
     let chunk = database.chunk(*stream)?;
-    let mut record = Reader(chunk.get(*at..)?);
-    Zone::read(&mut record, &database.rules)?.offset_at(unix_seconds)
+    Zone::read(Reader(chunk.get(*at..)?), &database.rules)?.offset_at(unix_seconds)
 }
 
-/// One zone's record, read without copying its transitions.
+/// One zone's record; its transitions are read as a lookup walks them.
 struct Zone<'t> {
     rule: Rule,
     offsets: Vec<i32>,
@@ -125,8 +124,8 @@ struct Zone<'t> {
 }
 
 impl<'t> Zone<'t> {
-    /// Reads the record and moves `reader` past it.
-    fn read(reader: &mut Reader<'t>, rules: &[Rule]) -> Option<Zone<'t>> {
+    /// Reads the record that starts `reader`.
+    fn read(mut reader: Reader<'t>, rules: &[Rule]) -> Option<Zone<'t>> {
         let rule = *rules.get(usize::try_from(reader.varint()?).ok()?)?;
         let offsets = (0..reader.varint()?)
             .map(|_| reader.utc_offset())
@@ -134,17 +133,12 @@ impl<'t> Zone<'t> {
         let at_epoch = *offsets.get(usize::try_from(reader.varint()?).ok()?)?;
         let rule_from = reader.span()?;
         let transition_count = reader.varint()?;
-        let transitions = Reader(reader.0);
-        for _ in 0..transition_count {
-            reader.span()?;
-            reader.varint()?;
-        }
         Some(Zone {
             rule,
             offsets,
             at_epoch,
             rule_from,
-            transitions,
+            transitions: reader,
             transition_count,
         })
     }
@@ -159,7 +153,7 @@ impl<'t> Zone<'t> {
         let mut offset = self.at_epoch;
         let mut at = 0;
         for _ in 0..self.transition_count {
-            at += self.transitions.span()?;
+            at = self.transitions.span()?.saturating_add(at);
             let index = usize::try_from(self.transitions.varint()?).ok()?;
             if at > t {
                 break;
