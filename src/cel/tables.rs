@@ -6,7 +6,7 @@
 //! Where the tables lie matters: policy-server starts every evaluation in a
 //! fresh instance, and each page of the module's data an evaluation first
 //! touches costs a page fault (docs/performance.md, "Layout" and "A time zone
-//! table"). Three rules, each measured:
+//! table beside the schema"). Three rules, each measured:
 //! - The tables are atomics, so writable data, after all read-only data:
 //!   among the read-only data a table moved hot constants onto other pages.
 //! - The region is 26 pages, 16 (one 64 KiB wasm page) more than the schema
