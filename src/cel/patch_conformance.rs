@@ -112,12 +112,9 @@ fn request(case: &Case, object: &Value) -> Value {
 #[test]
 #[ignore]
 fn kubernetes_patch_tables() {
-    let Ok(path) = std::env::var("K8S_PATCH_CASES") else {
-        println!("SKIPPED: set K8S_PATCH_CASES to the cases' JSON");
+    let Some(cases) = super::spec_conformance::cases_from_env::<Case>("K8S_PATCH_CASES") else {
         return;
     };
-    let cases: Vec<Case> =
-        serde_json::from_slice(&std::fs::read(path).expect("cases")).expect("cases JSON");
     let mut failed = Vec::new();
     let mut outcomes: std::collections::BTreeMap<&str, usize> = Default::default();
     for case in &cases {

@@ -31,15 +31,22 @@ struct Case {
     disable_check: bool,
 }
 
+/// The cases of an ignored harness, from the JSON file the variable `var`
+/// names (made outside the repository); `None`, said as SKIPPED, without it.
+pub(super) fn cases_from_env<T: serde::de::DeserializeOwned>(var: &str) -> Option<Vec<T>> {
+    let Ok(path) = std::env::var(var) else {
+        println!("SKIPPED: set {var} to the cases' JSON");
+        return None;
+    };
+    Some(serde_json::from_slice(&std::fs::read(path).expect("cases")).expect("cases JSON"))
+}
+
 #[test]
 #[ignore]
 fn cel_spec_simple_tests() {
-    let Ok(path) = std::env::var("CEL_SPEC_CASES") else {
-        println!("SKIPPED: set CEL_SPEC_CASES to the cases' JSON");
+    let Some(cases) = cases_from_env::<Case>("CEL_SPEC_CASES") else {
         return;
     };
-    let cases: Vec<Case> =
-        serde_json::from_slice(&std::fs::read(path).expect("cases")).expect("cases JSON");
     let mut per_file: BTreeMap<&str, [usize; 3]> = BTreeMap::new();
     let mut failures = Vec::new();
     let mut checked_out = Vec::new();

@@ -412,7 +412,7 @@ impl Checker<'_> {
         // on every request; cel-go finds it only then.
         if let (Some(_), [arg]) = (&receiver, call.args.as_slice())
             && let Expr::Literal(LiteralValue::String(zone)) = &arg.expr
-            && name.starts_with("get")
+            && super::libraries::time::is_getter(name)
             && let Err(message) = super::libraries::time::zone_offset_at(zone, 0)
         {
             return Err(TypeError {

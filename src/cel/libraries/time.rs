@@ -172,6 +172,11 @@ const GETTERS: [(&str, super::Function); 10] = [
     ("getMilliseconds", field::<9>),
 ];
 
+/// Whether `name` is a timestamp getter, which takes a time zone.
+pub fn is_getter(name: &str) -> bool {
+    GETTERS.iter().any(|(getter, _)| *getter == name)
+}
+
 /// Getter `F` (see [`GETTERS`]): of a timestamp, in UTC or the zone given;
 /// of a duration, its whole hours, minutes or seconds, or the milliseconds
 /// of its last second.

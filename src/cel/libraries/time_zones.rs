@@ -22,7 +22,10 @@ fn database() -> Option<&'static Database> {
 }
 
 struct Database {
-    /// Where each chunk of zone records lies in the table, deflated.
+    /// The table as the module holds it: the deflate streams.
+    table: Vec<u8>,
+    /// Where each stream lies in `table`: the index, then the chunks of
+    /// zone records.
     streams: Vec<(usize, usize)>,
     /// Each chunk, inflated when a zone in it is first named.
     chunks: Vec<OnceLock<Option<Vec<u8>>>>,
@@ -34,29 +37,20 @@ struct Database {
 
 impl Database {
     fn read() -> Option<Database> {
-        // The streams' lengths, read in place: a varint count, then one each.
-        let mut at = 0;
-        let mut varint = || {
-            let mut value = 0usize;
-            for shift in (0..usize::BITS).step_by(7) {
-                let byte = TIME_ZONES.byte(at)?;
-                at += 1;
-                value |= usize::from(byte & 0x7F).checked_shl(shift)?;
-                if byte & 0x80 == 0 {
-                    return Some(value);
-                }
-            }
-            None
-        };
-        let count = varint()?;
-        let lengths = (0..count).map(|_| varint()).collect::<Option<Vec<_>>>()?;
-        let mut streams = Vec::with_capacity(count);
+        let table = TIME_ZONES.to_vec();
+        // A varint count of streams, their lengths, then the streams.
+        let mut header = Reader(&table);
+        let lengths = (0..header.varint()?)
+            .map(|_| usize::try_from(header.varint()?).ok())
+            .collect::<Option<Vec<_>>>()?;
+        let mut at = table.len().saturating_sub(header.0.len());
+        let mut streams = Vec::with_capacity(lengths.len());
         for length in lengths {
             streams.push((at, length));
             at = at.saturating_add(length);
         }
         let (start, length) = *streams.first()?;
-        let index = inflate(&TIME_ZONES.copy(start, length))?;
+        let index = inflate(table.get(start..start.saturating_add(length))?)?;
         let mut reader = Reader(&index);
         let version = reader.text()?.to_owned();
         let rules = (0..reader.varint()?)
@@ -73,6 +67,7 @@ impl Database {
         }
         Some(Database {
             chunks: streams.iter().map(|_| OnceLock::new()).collect(),
+            table,
             streams,
             version,
             rules,
@@ -85,7 +80,7 @@ impl Database {
             .get(stream)?
             .get_or_init(|| {
                 let (start, length) = *self.streams.get(stream)?;
-                inflate(&TIME_ZONES.copy(start, length))
+                inflate(self.table.get(start..start.saturating_add(length))?)
             })
             .as_deref()
     }
@@ -391,9 +386,11 @@ mod tests {
     #[test]
     #[ignore = "needs a cases file written by tools/time-zones.py --cases"]
     fn time_zone_conformance() {
-        let path = std::env::var("TIME_ZONE_CASES").expect("TIME_ZONE_CASES");
-        let cases: Vec<(String, i64, i32)> =
-            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let Some(cases) =
+            crate::cel::spec_conformance::cases_from_env::<(String, i64, i32)>("TIME_ZONE_CASES")
+        else {
+            return;
+        };
         let mut failures = 0;
         for (zone, t, offset) in &cases {
             let ours = offset_at(zone, *t);
