@@ -11,7 +11,7 @@ SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
 # Publishing coordinates: release.env (see there).
-.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run
+.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test cluster-bench
 
 all: policy.wasm
 
@@ -55,7 +55,7 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 demo: policy.wasm
 	$(HOST) demo -- policy.wasm test_data/binding.json test_data/node-1.json '{}'
 
-test: fmt-check lint workflow-lint unit-tests e2e-tests oci-test
+test: fmt-check lint workflow-lint unit-tests e2e-tests oci-test cluster-test
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -88,6 +88,35 @@ oci-test:
 	@if command -v docker-registry >/dev/null && command -v kwctl >/dev/null && command -v policy-server >/dev/null; then \
 		$(MAKE) --no-print-directory annotated-policy.wasm; fi
 	python3 e2e-tests/oci/round_trip.py annotated-policy.wasm
+
+# The reference control plane (kube-apiserver, kube-scheduler,
+# kube-controller-manager 1.37 and etcd 3.7) from the Go module proxy,
+# built once per machine into ~/.cache/node-metadata-policy (e2e-tests/cluster/build.sh).
+cluster-bin:
+	@command -v go >/dev/null || { echo "cluster binaries: SKIPPED (go is not installed)"; exit 0; }; \
+	e2e-tests/cluster/build.sh
+
+# The policy in policy-server as the webhook of a real control plane on
+# loopback: Deployments scheduled by the real scheduler, the docs' settings,
+# faults (RBAC removed, policy-server stopped or too slow) and the built-in
+# PodTopologyLabels plugin beside it (e2e-tests/cluster/cluster_test.py).
+# SKIPPED without Go, kwctl or policy-server. CLUSTER_ARGS: e.g. --keep.
+cluster-test:
+	@if ! command -v go >/dev/null || ! command -v kwctl >/dev/null || ! command -v policy-server >/dev/null; then \
+		echo "cluster test: SKIPPED (go, kwctl and policy-server are needed on PATH)"; exit 0; fi; \
+	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm && \
+	python3 e2e-tests/cluster/cluster_test.py --policy annotated-policy.wasm $(CLUSTER_ARGS)
+
+# Scheduling with the policy: 1,000 Pods at once over 100 Nodes through the
+# real scheduler, with no webhook, the floor policy, the default settings,
+# Kyverno's sample and the README's MutatingPolicy, interleaved
+# (e2e-tests/cluster/cluster_bench.py). BENCH_ARGS: e.g. --pods 500 --rounds 5.
+cluster-bench:
+	@if ! command -v go >/dev/null || ! command -v kwctl >/dev/null || ! command -v policy-server >/dev/null; then \
+		echo "cluster bench: SKIPPED (go, kwctl and policy-server are needed on PATH)"; exit 0; fi; \
+	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm floor.wasm && \
+	kwctl annotate -m e2e-tests/load/floor-metadata.yml -o annotated-floor.wasm floor.wasm 2>/dev/null && \
+	python3 e2e-tests/cluster/cluster_bench.py --policy annotated-policy.wasm --floor annotated-floor.wasm $(BENCH_ARGS)
 
 # Kyverno CLI tests (kyverno-test.yaml files under KYVERNO_TESTS) through
 # policy.wasm, and through kwctl too when it is installed.

@@ -1,0 +1,218 @@
+"""`make cluster-bench`: what users feel, scheduling with the policy. N Pods
+created at once over M Nodes (copies of the realistic 19 KB Node), bound by
+the real scheduler through policy-server as the webhook, with: no webhook,
+the floor policy (reads the Node, writes two annotations, checks nothing),
+the default settings, Kyverno's mutate-pod-binding sample and the README's
+MutatingPolicy. The setups take turns, round after round, in one run.
+
+For each Pod: creation (its POST answered) to bound (the watch event that
+shows its nodeName), on this client's clock. Throughput: Pods over the time
+from the first creation to the last binding. Each row's ratio is to the rows
+without a webhook of the same run.
+
+The scheduler's client limit is raised (qps and burst 5,000) so that the API
+server, the scheduler and the webhook set the pace, not the default 50
+requests a second, which would cap every row alike.
+"""
+import argparse
+import http.client
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import cluster as clusters  # noqa: E402
+import kubewarden  # noqa: E402
+from cluster_test import policy_for  # noqa: E402
+from nodes import ZONE  # noqa: E402
+
+SETUPS = ["none", "floor", "default", "kyverno", "mutating-policy"]
+
+
+def settings_of(setup):
+    if setup == "kyverno":
+        return clusters.e2e_case("kyverno_mutate_pod_binding")["settings"]
+    if setup == "mutating-policy":
+        return clusters.e2e_case("cel_mutate_pod_binding")["settings"]
+    return {}
+
+
+def bench_policy(setup):
+    policy = policy_for(f"bench-{setup}", settings_of(setup), "unused")
+    # Held to the namespaces labelled for this setup (matchExpressions: the
+    # controller drops matchLabels).
+    policy["spec"]["namespaceSelector"]["matchExpressions"][-1] = {
+        "key": "bench-setup", "operator": "In", "values": [setup]}
+    return policy
+
+
+class Connection:
+    """One keep-alive HTTPS connection per thread to kube-apiserver."""
+
+    local = threading.local()
+
+    def __init__(self, plane):
+        self.host, self.port = plane.server.replace("https://", "").split(":")
+        self.context = plane.admin.context
+
+    def post(self, path, body):
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = self.local.conn = http.client.HTTPSConnection(self.host, int(self.port), context=self.context,
+                                                                 timeout=60)
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        data = resp.read()
+        if resp.status >= 300:
+            raise RuntimeError(f"POST {path}: {resp.status} {data[:300]}")
+        return time.monotonic()
+
+
+def watch_bindings(plane, namespace, expected, bound, stop, ready):
+    """Records the monotonic time each Pod of `namespace` is first seen with a nodeName."""
+    host, port = plane.server.replace("https://", "").split(":")
+    conn = http.client.HTTPSConnection(host, int(port), context=plane.admin.context, timeout=300)
+    conn.request("GET", f"/api/v1/namespaces/{namespace}/pods?watch=1&allowWatchBookmarks=false")
+    resp = conn.getresponse()
+    ready.set()
+    buffer = b""
+    while len(bound) < expected and not stop.is_set():
+        chunk = resp.read1(65536)
+        if not chunk:
+            break
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if not line.strip():
+                continue
+            event = json.loads(line)
+            obj = event.get("object", {})
+            name = obj.get("metadata", {}).get("name")
+            if obj.get("spec", {}).get("nodeName") and name not in bound:
+                bound[name] = (time.monotonic(), ZONE in obj["metadata"].get("annotations", {}))
+    conn.close()
+
+
+def one_round(cluster, connection, setup, index, pods, threads):
+    namespace = f"bench-{setup}-{index}"
+    cluster.ensure_namespace(namespace, labels={"bench-setup": setup})
+    bound, stop, ready = {}, threading.Event(), threading.Event()
+    watcher = threading.Thread(target=watch_bindings, args=(cluster.plane, namespace, pods, bound, stop, ready))
+    watcher.start()
+    ready.wait(10)
+    created = {}
+    spec = clusters.pod_spec()
+
+    def create(i):
+        name = f"p{i}"
+        created[name] = connection.post(f"/api/v1/namespaces/{namespace}/pods", clusters.pod(name, spec))
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(create, range(pods)))
+    watcher.join(timeout=300)
+    stop.set()
+    latencies = sorted(bound[n][0] - created[n] for n in created if n in bound)
+    with_zone = sum(1 for n in bound if bound[n][1])
+    first, last = min(created.values()), max((t for t, _ in bound.values()), default=time.monotonic())
+    result = {"setup": setup, "round": index, "pods": pods, "bound": len(bound), "with_zone": with_zone,
+              "seconds": last - first, "per_second": len(bound) / (last - first),
+              "p50_ms": 1000 * percentile(latencies, 50), "p99_ms": 1000 * percentile(latencies, 99)}
+    cluster.admin.request("DELETE", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0")
+    cluster.admin.delete(f"/api/v1/namespaces/{namespace}")
+    return result
+
+
+def percentile(values, p):
+    if not values:
+        return float("nan")
+    k = (len(values) - 1) * p / 100
+    lo = int(k)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    root = clusters.ROOT
+    parser.add_argument("--policy", default=os.path.join(root, "annotated-policy.wasm"))
+    parser.add_argument("--floor", default=os.path.join(root, "annotated-floor.wasm"))
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=8, help="concurrent Pod creations")
+    parser.add_argument("--json", help="write every round's figures here")
+    args = parser.parse_args()
+    missing = [t for t in ("go", "policy-server", "openssl") if not shutil.which(t)]
+    if missing or not os.path.exists(args.policy) or not os.path.exists(args.floor):
+        print(f"cluster bench: SKIPPED ({', '.join(missing) or 'annotated modules missing (needs kwctl)'})")
+        return 0
+    work = tempfile.mkdtemp(prefix="cluster-bench-")
+    cluster = clusters.Cluster(work, node_count=args.nodes, scheduler_qps=5000)
+    results = []
+    try:
+        for component, version in cluster.versions().items():
+            print(f"{component:24} {version}")
+        cluster.start()
+        policies = {s: bench_policy(s) for s in SETUPS if s != "none"}
+        entries = {}
+        for setup, policy in policies.items():
+            entries[kubewarden.unique_name(policy)] = kubewarden.policies_entry(
+                policy, args.floor if setup == "floor" else args.policy)
+        if not cluster.policy_server.start(entries):
+            print("policy-server did not become ready")
+            return 1
+        cluster.install_webhooks(list(policies.values()))
+        connection = Connection(cluster.plane)
+        # A warm-up round of the default settings: connections, caches, JIT-free wasm instances.
+        one_round(cluster, connection, "default", 0, min(100, args.pods), args.threads)
+        for r in range(1, args.rounds + 1):
+            order = SETUPS[r % len(SETUPS):] + SETUPS[:r % len(SETUPS)]
+            for setup in order:
+                result = one_round(cluster, connection, setup, r, args.pods, args.threads)
+                results.append(result)
+                print(f"round {r} {setup:16} {result['bound']}/{result['pods']} bound "
+                      f"({result['with_zone']} with the zone) in {result['seconds']:.2f} s: "
+                      f"{result['per_second']:.0f}/s, p50 {result['p50_ms']:.0f} ms, p99 {result['p99_ms']:.0f} ms")
+                sys.stdout.flush()
+    except Exception:
+        traceback.print_exc()
+        return 1
+    finally:
+        cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print_table(results, args)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+def print_table(results, args):
+    base = [r for r in results if r["setup"] == "none"]
+    base_rate = statistics.median(r["per_second"] for r in base)
+    base_p99 = statistics.median(r["p99_ms"] for r in base)
+    print(f"\n{args.pods} Pods at once over {args.nodes} Nodes, {args.rounds} rounds each, medians:")
+    print("| setup | Pods bound/s | vs no webhook | p50 ms | p99 ms | p99 added ms | bound with the zone |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for setup in SETUPS:
+        rows = [r for r in results if r["setup"] == setup]
+        rate = statistics.median(r["per_second"] for r in rows)
+        p50 = statistics.median(r["p50_ms"] for r in rows)
+        p99 = statistics.median(r["p99_ms"] for r in rows)
+        zoned = sum(r["with_zone"] for r in rows)
+        total = sum(r["pods"] for r in rows)
+        print(f"| {setup} | {rate:.0f} | {rate / base_rate:.2f}x | {p50:.0f} | {p99:.0f} | "
+              f"{p99 - base_p99:+.0f} | {zoned}/{total} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

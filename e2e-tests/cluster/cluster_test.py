@@ -1,0 +1,529 @@
+"""`make cluster-test`: the policy in policy-server 1.35 as the webhook of a
+real control plane (etcd, kube-apiserver, kube-scheduler,
+kube-controller-manager), every assertion made on objects read back from the
+API server.
+
+Each scenario is a ClusterAdmissionPolicy made from
+examples/cluster-admission-policy.yaml (its rules, failurePolicy,
+timeoutSeconds and namespaceSelector) with the settings the docs show, taken
+from the e2e case that runs them, and limited to a namespace of its own so
+that all of them share one policy-server. The webhooks are what
+kubewarden-controller would write for them (kubewarden.py).
+
+Prints the version of every component, a line per check, a report of the
+fault timings, and `cluster-test: N passed, M failed`. SKIPPED (exit 0) when
+Go, policy-server, kwctl or openssl is missing.
+"""
+import argparse
+import copy
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import cluster as clusters  # noqa: E402
+import control_plane  # noqa: E402
+import kubewarden  # noqa: E402
+import map_judge  # noqa: E402
+from nodes import INSTANCE_TYPE, REGION, ZONE  # noqa: E402
+
+ROOT = clusters.ROOT
+BASE_POLICY = clusters.example("cluster-admission-policy.yaml")[0]
+
+
+def policy_for(name, settings, namespace, rules=None, resources=None, webhook_failure=None):
+    """The example ClusterAdmissionPolicy with other settings, held to `namespace`."""
+    policy = copy.deepcopy(BASE_POLICY)
+    policy["metadata"]["name"] = name
+    spec = policy["spec"]
+    spec["settings"] = settings
+    if rules is not None:
+        spec["rules"] = rules
+    if resources is not None:
+        spec["contextAwareResources"] = resources
+    if webhook_failure is not None:
+        spec["failurePolicy"] = webhook_failure
+    spec["namespaceSelector"]["matchExpressions"].append(
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace]})
+    return policy
+
+
+BINDING_RULES = [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/binding"], "operations": ["CREATE"]}]
+POD_RULES = [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}]
+NODE_RULES = [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["nodes"], "operations": ["CREATE"]}]
+
+
+# What each scenario's Pods must carry, as a user reads the docs: a function of
+# the Pod and its Node giving (annotations, labels) that must be there, and
+# the annotation keys that must not.
+def zone_region_annotations(pod, node):
+    labels = node["metadata"].get("labels", {})
+    return {k: labels[k] for k in (ZONE, REGION) if k in labels}, {}
+
+
+def short_form_example(pod, node):
+    labels = node["metadata"].get("labels", {})
+    want = {k: labels[k] for k in (ZONE, REGION) if k in labels}
+    want["node.example.com/instance-type"] = labels.get(INSTANCE_TYPE, "unknown")
+    for key, value in labels.items():
+        if key.startswith("rack.example.com/"):
+            want["node.example.com/rack-" + key[len("rack.example.com/"):]] = value
+    return want, {}
+
+
+def kyverno_zone_or_empty(pod, node):
+    return {ZONE: node["metadata"].get("labels", {}).get(ZONE) or "empty"}, {}
+
+
+def kyverno_foo_label(pod, node):
+    return {}, {"foo": node["metadata"].get("labels", {}).get("foo") or "empty"}
+
+
+def cel_zone_region_or_blank(pod, node):
+    labels = node["metadata"].get("labels", {})
+    return {ZONE: labels.get(ZONE, ""), REGION: labels.get(REGION, "")}, {}
+
+
+def pod_name(pod, node):
+    name = pod["metadata"]["name"]
+    return {"example.com/pod-name": name}, {"example.com/pod-name": name}
+
+
+def zone_label_and_annotation(pod, node):
+    zone = node["metadata"]["labels"][ZONE]
+    return {"zone": zone}, {"zone": zone}
+
+
+def placed_instance_rack_team(pod, node):
+    labels = node["metadata"].get("labels", {})
+    want = {INSTANCE_TYPE: labels[INSTANCE_TYPE]}
+    want.update({k: v for k, v in labels.items() if k.startswith("rack.example.com/")})
+    team = node["metadata"].get("annotations", {}).get("team.example.com/team")
+    if team is not None:
+        want["team.example.com/team"] = team
+    return {}, want
+
+
+def cel_placed_instance_rack_owner(pod, node):
+    labels = node["metadata"].get("labels", {})
+    want_labels = {INSTANCE_TYPE: labels.get(INSTANCE_TYPE, "unknown"),
+                   "rack.example.com/row": labels.get("rack.example.com/row", ""),
+                   "rack.example.com/slot": labels.get("rack.example.com/slot", "")}
+    owner = node["metadata"].get("annotations", {}).get("team.example.com/owner", "")
+    return {"team.example.com/owner": owner}, want_labels
+
+
+class Scenario:
+    def __init__(self, name, case=None, settings=None, expect=None, workload="deployment", rules=None,
+                 resources=None, extra_rbac=(), placed_on=None, about=""):
+        self.name = name
+        self.namespace = name
+        if case is not None:
+            c = clusters.e2e_case(case)
+            settings = c["settings"]
+            resources = resources if resources is not None else c.get("contextAwareResources")
+        self.settings = settings
+        self.expect = expect
+        self.workload = workload
+        self.extra_rbac = extra_rbac
+        self.placed_on = placed_on
+        self.about = about or (f"e2e case {case}" if case else "")
+        if rules is None:
+            rules = POD_RULES if workload == "placed-pod" else BINDING_RULES if workload == "deployment" else None
+        self.policy = policy_for(name, settings, name, rules=rules, resources=resources)
+
+
+def pod_reader_rbac(resources, namespace=None):
+    """What docs/recipes.md says to add to the ClusterRole for other resources."""
+    name = f"kubewarden-policy-server-read-{'-'.join(resources)}"
+    return [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+         "rules": [{"apiGroups": [""], "resources": list(resources), "verbs": ["get", "list", "watch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": "policy-server",
+                       "namespace": kubewarden.KUBEWARDEN_NAMESPACE}]}]
+
+
+def scenarios():
+    example_settings = BASE_POLICY["spec"]["settings"]
+    return [
+        Scenario("default", settings={}, expect=zone_region_annotations,
+                 about="no settings: zone and region become annotations"),
+        Scenario("short-form", settings=example_settings, expect=short_form_example,
+                 about="examples/cluster-admission-policy.yaml as given"),
+        Scenario("kyverno-mutate-pod-binding", case="kyverno_mutate_pod_binding", expect=kyverno_zone_or_empty),
+        Scenario("kyverno-add-node-labels-pod", case="kyverno_add_node_labels_pod", expect=kyverno_foo_label),
+        Scenario("readme-mutating-policy", case="cel_mutate_pod_binding", expect=kyverno_zone_or_empty,
+                 about="README's MutatingPolicy"),
+        Scenario("recipe-1-cel", case="cel_zone_and_region_from_node", expect=cel_zone_region_or_blank),
+        Scenario("recipe-2", case="recipe_pod_name_at_binding", expect=pod_name, resources=[]),
+        Scenario("recipe-2-cel", case="cel_recipe_pod_name_at_binding", expect=pod_name, resources=[]),
+        Scenario("recipe-4", case="recipe_placed_pod_instance_rack_team", expect=placed_instance_rack_team,
+                 workload="placed-pod", placed_on="node-1"),
+        Scenario("recipe-4-cel", case="cel_recipe_placed_pod_instance_rack_owner",
+                 expect=cel_placed_instance_rack_owner, workload="placed-pod", placed_on="node-1"),
+        Scenario("placed-default", case="placed_pod_default_settings", expect=zone_region_annotations,
+                 workload="placed-pod", placed_on="node-2"),
+        Scenario("recipe-5-cel", case="cel_mutate_existing_bound_pod", expect=zone_label_and_annotation,
+                 extra_rbac=pod_reader_rbac(["pods"])),
+        Scenario("recipe-3", case="recipe_node_pool_labels", workload="node", rules=NODE_RULES,
+                 extra_rbac=pod_reader_rbac(["configmaps"])),
+    ]
+
+
+class Checks:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+            print(f"ok    {name}")
+        else:
+            self.failed += 1
+            print(f"FAIL  {name}: {detail}")
+        sys.stdout.flush()
+        return ok
+
+
+def metadata_problems(pod, want_annotations, want_labels, absent_annotations=(), absent_labels=()):
+    meta = pod["metadata"]
+    have_a, have_l = meta.get("annotations", {}), meta.get("labels", {})
+    problems = [f"annotation {k}={have_a.get(k)!r}, want {v!r}" for k, v in want_annotations.items()
+                if have_a.get(k) != v]
+    problems += [f"label {k}={have_l.get(k)!r}, want {v!r}" for k, v in want_labels.items() if have_l.get(k) != v]
+    problems += [f"annotation {k} present" for k in absent_annotations if k in have_a]
+    problems += [f"label {k} present" for k in absent_labels if k in have_l]
+    return problems
+
+
+def wait_bound(cluster, namespace, selector, count, seconds=60):
+    def bound():
+        pods = [p for p in cluster.pods(namespace, selector) if p["spec"].get("nodeName")]
+        return pods if len(pods) >= count else None
+    return clusters.wait_until(bound, seconds, f"{count} Pods bound in {namespace}")
+
+
+def run_positive(cluster, checks, replicas, judge):
+    chosen = scenarios()
+    judge.install()
+    judged = judge.policies()
+    for s in chosen:
+        cluster.ensure_namespace(s.namespace)
+        for obj in s.extra_rbac:
+            cluster.admin.apply(obj)
+    # Recipe 3 reads its pools from a ConfigMap in kube-system, as the recipe shows.
+    cluster.admin.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": "node-pools", "namespace": "kube-system"},
+                         "data": {"gpu-a100": json.dumps({"accelerator.example.com/model": "a100",
+                                                          "team.example.com/owner": "ml-platform",
+                                                          "node-role.kubernetes.io/gpu": "true"}),
+                                  "general": json.dumps({"team.example.com/owner": "platform"})}})
+    # Without a webhook: what the built-in PodTopologyLabels plugin alone does.
+    cluster.ensure_namespace("plugin-only")
+    every = [s.policy for s in chosen] + judged
+    started = cluster.policy_server.start({kubewarden.unique_name(p): kubewarden.policies_entry(p, POLICY)
+                                           for p in every})
+    if not checks.check("policy-server became ready with every scenario's policy", started,
+                        tail(cluster.policy_server.log_path)):
+        return
+    cluster.install_webhooks(every)
+
+    for s in chosen:
+        if s.workload == "deployment":
+            cluster.admin.create(f"/apis/apps/v1/namespaces/{s.namespace}/deployments",
+                                 clusters.deployment("app", replicas))
+        elif s.workload == "placed-pod":
+            spec = clusters.pod_spec()
+            spec["nodeName"] = s.placed_on
+            cluster.admin.create(f"/api/v1/namespaces/{s.namespace}/pods", clusters.pod("placed", spec))
+    cluster.admin.create("/apis/apps/v1/namespaces/plugin-only/deployments", clusters.deployment("app", replicas))
+    # The Node without topology labels, in the default scenario.
+    cluster.admin.create("/api/v1/namespaces/default/pods", clusters.pod("on-bare-node", clusters.pod_spec(
+        tolerate_bare=True, node_selector={"kubernetes.io/hostname": "node-bare"})))
+
+    for s in chosen:
+        if s.workload == "node":
+            continue
+        selector = "app%3Dapp" if s.workload == "deployment" else None
+        count = replicas if s.workload == "deployment" else 1
+        try:
+            pods = wait_bound(cluster, s.namespace, selector, count)
+        except TimeoutError as e:
+            checks.check(f"{s.name}: Pods bound", False, f"{e}; events: {events(cluster, s.namespace)}")
+            continue
+        for p in pods:
+            node = cluster.nodes[p["spec"]["nodeName"]]
+            want_a, want_l = s.expect(p, node)
+            problems = metadata_problems(p, want_a, want_l)
+            checks.check(f"{s.name}: Pod {p['metadata']['name']} on {p['spec']['nodeName']} ({s.about})",
+                         not problems, "; ".join(problems))
+
+    # Recipe 3: a new Node with a pool label gets the pool's labels; reserved keys stay out.
+    created = cluster.admin.create("/api/v1/nodes", {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "node-pool-gpu", "labels": {"node.example.com/pool": "gpu-a100"}},
+        "spec": {"unschedulable": True}})
+    labels = created["metadata"].get("labels", {})
+    checks.check("recipe-3: a new Node in pool gpu-a100 gets the pool's labels, reserved keys left out",
+                 labels.get("accelerator.example.com/model") == "a100"
+                 and labels.get("team.example.com/owner") == "ml-platform"
+                 and "node-role.kubernetes.io/gpu" not in labels, json.dumps(labels))
+
+    bare = clusters.wait_until(lambda: (lambda p: p if p["spec"].get("nodeName") else None)(
+        cluster.pod("default", "on-bare-node")), 60, "the Pod for the Node without labels bound")
+    checks.check("default: a Pod on a Node without zone and region is bound, without them",
+                 bare["spec"]["nodeName"] == "node-bare" and not metadata_problems(bare, {}, {}, (ZONE, REGION)),
+                 json.dumps(bare["metadata"].get("annotations", {})))
+
+    # The built-in PodTopologyLabels plugin, alone and beside the policy.
+    plugin_pods = wait_bound(cluster, "plugin-only", "app%3Dapp", replicas)
+    for p in plugin_pods:
+        node = cluster.nodes[p["spec"]["nodeName"]]["metadata"]["labels"]
+        want = {k: node[k] for k in (ZONE, REGION)}
+        checks.check(f"plugin-only: PodTopologyLabels alone gives Pod {p['metadata']['name']} zone and region "
+                     "labels, no annotations", not metadata_problems(p, {}, want, (ZONE, REGION)),
+                     json.dumps(p["metadata"]))
+    for p in cluster.pods("default", "app%3Dapp"):
+        node = cluster.nodes[p["spec"]["nodeName"]]["metadata"]["labels"]
+        want = {k: node[k] for k in (ZONE, REGION)}
+        checks.check(f"default: beside the plugin, Pod {p['metadata']['name']} has zone and region as labels "
+                     "(plugin) and annotations (policy)", not metadata_problems(p, want, want),
+                     json.dumps(p["metadata"]))
+
+    print("Kubernetes' MutatingAdmissionPolicy and this policy on the same documents:")
+    judge.run(checks)
+    return every
+
+
+def events(cluster, namespace):
+    items = cluster.admin.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+    return [f"{e['involvedObject'].get('name')}: {e.get('reason')}: {e.get('message')}" for e in items][-5:]
+
+
+def tail(path, lines=20):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+FAULT_MATRIX = [  # (namespace, policy failurePolicy, webhook failurePolicy)
+    ("fault-policy-ignore-webhook-ignore", "Ignore", "Ignore"),
+    ("fault-policy-ignore-webhook-fail", "Ignore", "Fail"),
+    ("fault-policy-fail-webhook-ignore", "Fail", "Ignore"),
+    ("fault-policy-fail-webhook-fail", "Fail", "Fail"),
+]
+
+
+def fault_policies():
+    return [policy_for(ns, {"failurePolicy": policy_fp}, ns, webhook_failure=webhook_fp)
+            for ns, policy_fp, webhook_fp in FAULT_MATRIX]
+
+
+FAULT_LABEL = "example.com/fault-round"
+
+
+def prepare(cluster, fault):
+    """One Pod per fault namespace that no Node can take yet (it selects a
+    Node label nobody has), so that it is already created, and waiting in the
+    scheduler's queue, when the fault begins."""
+    spec = clusters.pod_spec(node_selector={FAULT_LABEL: fault})
+    for ns, _, _ in FAULT_MATRIX:
+        cluster.admin.create(f"/api/v1/namespaces/{ns}/pods", clusters.pod(fault, spec))
+
+
+def release(cluster, fault, window, checks, expect):
+    """Gives node-2 the label the waiting Pods select, during the fault, and
+    watches what the scheduler does for `window` seconds. `expect(policy
+    failurePolicy, webhook failurePolicy)` is "bound" (without the Node's
+    metadata) or "pending". Returns {namespace: seconds to bound, or None}."""
+    cluster.admin.merge_patch("/api/v1/nodes/node-2", {"metadata": {"labels": {FAULT_LABEL: fault}}})
+    t0 = time.time()
+    bound = {}
+    while time.time() - t0 < window and len(bound) < len(FAULT_MATRIX):
+        for ns, _, _ in FAULT_MATRIX:
+            if ns not in bound and cluster.pod(ns, fault)["spec"].get("nodeName"):
+                bound[ns] = time.time() - t0
+        time.sleep(0.1)
+    for ns, policy_fp, webhook_fp in FAULT_MATRIX:
+        want = expect(policy_fp, webhook_fp)
+        pod = cluster.pod(ns, fault)
+        has_zone = ZONE in pod["metadata"].get("annotations", {})
+        if want == "bound":
+            ok = ns in bound and not has_zone
+            detail = f"bound after {bound.get(ns)} s, zone annotation {has_zone}"
+            what = "the waiting Pod is bound without the metadata"
+        else:
+            ok = ns not in bound
+            detail = f"bound after {bound[ns]:.1f} s" if ns in bound else ""
+            what = f"the waiting Pod stays pending for {window} s"
+        checks.check(f"{fault}: policy {policy_fp}, webhook {webhook_fp}: {what}", ok, detail)
+    return {ns: bound.get(ns) for ns, _, _ in FAULT_MATRIX}
+
+
+def create_during(cluster, fault, checks, expect):
+    """Creates a new Pod in each fault namespace during the fault (the webhook
+    also takes `pods` CREATE). `expect(webhook failurePolicy)` is "created" or
+    "refused". Returns {namespace: (outcome, seconds the create took, message)}."""
+    found = {}
+    for ns, policy_fp, webhook_fp in FAULT_MATRIX:
+        t0 = time.time()
+        try:
+            cluster.admin.create(f"/api/v1/namespaces/{ns}/pods",
+                                 clusters.pod(f"{fault}-new", clusters.pod_spec(node_selector={FAULT_LABEL: "none"})))
+            found[ns] = ("created", time.time() - t0, "")
+        except control_plane.ApiError as e:
+            found[ns] = ("refused", time.time() - t0, json.loads(e.body).get("message", e.body)[:400])
+        want = expect(webhook_fp)
+        checks.check(f"{fault}: webhook {webhook_fp}: a new Pod is {want}", found[ns][0] == want,
+                     f"{found[ns][0]} after {found[ns][1]:.1f} s: {found[ns][2]}")
+    return found
+
+
+def recovery(cluster, fault, bound, seconds=90):
+    """Seconds, from now, until each Pod still pending is bound."""
+    t0 = time.time()
+    times = {}
+    pending = [ns for ns, s in bound.items() if s is None]
+    while pending and time.time() - t0 < seconds:
+        for ns in list(pending):
+            if cluster.pod(ns, fault)["spec"].get("nodeName"):
+                times[ns] = time.time() - t0
+                pending.remove(ns)
+        time.sleep(0.1)
+    return times
+
+
+def run_faults(cluster, checks, positive_policies, report):
+    policies = fault_policies()
+    for ns, _, _ in FAULT_MATRIX:
+        cluster.ensure_namespace(ns)
+    every = {kubewarden.unique_name(p): kubewarden.policies_entry(p, POLICY) for p in positive_policies + policies}
+    if not checks.check("policy-server restarted with the fault policies", cluster.policy_server.start(every),
+                        tail(cluster.policy_server.log_path)):
+        return
+    cluster.install_webhooks(policies)
+    timeout = BASE_POLICY["spec"]["timeoutSeconds"]
+    window = 3 * timeout + 5
+    on_policy = lambda pfp, wfp: "bound" if pfp == "Ignore" else "pending"  # noqa: E731
+    on_webhook = lambda pfp, wfp: "bound" if wfp == "Ignore" else "pending"  # noqa: E731
+    create_on_webhook = lambda wfp: "created" if wfp == "Ignore" else "refused"  # noqa: E731
+
+    # 1. The RBAC grant of examples/rbac.yaml removed: policy-server cannot read Nodes.
+    binding = next(o for o in cluster.rbac if o["kind"] == "ClusterRoleBinding"
+                   and o["roleRef"]["name"] == "kubewarden-policy-server-read-nodes")
+    prepare(cluster, "no-rbac")
+    cluster.admin.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{binding['metadata']['name']}")
+    time.sleep(6)  # past policy-server's 5 s cache of Node reads
+    bound = release(cluster, "no-rbac", window, checks, on_policy)
+    denied = cluster.events_for("fault-policy-fail-webhook-fail", "no-rbac")
+    cluster.admin.apply(binding)
+    rec = recovery(cluster, "no-rbac", bound)
+    report["RBAC grant removed"] = {"bound after (s)": bound, "scheduler events": denied[:2],
+                                    "bound after the grant came back (s)": rec}
+    checks.check("no-rbac: the pending Pods are bound once the grant is back",
+                 all(ns in rec for ns, s in bound.items() if s is None), json.dumps(rec))
+
+    # 2. policy-server stopped: connection refused.
+    prepare(cluster, "stopped")
+    cluster.policy_server.stop()
+    bound = release(cluster, "stopped", window, checks, on_webhook)
+    events_fail = cluster.events_for("fault-policy-ignore-webhook-fail", "stopped")
+    created = create_during(cluster, "stopped", checks, create_on_webhook)
+    restart = time.time()
+    ready = cluster.policy_server.start(every)
+    ready_after = time.time() - restart
+    rec = recovery(cluster, "stopped", bound)
+    report["policy-server stopped"] = {
+        "bound after (s)": bound, "scheduler events": events_fail[:2], "new Pods": created,
+        "policy-server ready again after (s)": ready_after,
+        "bound after the restart began (s)": {k: v + ready_after for k, v in rec.items()}}
+    checks.check("stopped: the pending Pods are bound once policy-server is back",
+                 ready and all(ns in rec for ns, s in bound.items() if s is None), json.dumps(rec))
+
+    # 3. policy-server slower than timeoutSeconds: it accepts connections and
+    # never answers (SIGSTOP), as a policy-server with every worker busy does.
+    prepare(cluster, "slow")
+    cluster.policy_server.pause()
+    bound = release(cluster, "slow", window, checks, on_webhook)
+    events_slow = cluster.events_for("fault-policy-ignore-webhook-fail", "slow")
+    created = create_during(cluster, "slow", checks, create_on_webhook)
+    cluster.policy_server.resume()
+    rec = recovery(cluster, "slow", bound)
+    report["policy-server slower than timeoutSeconds"] = {
+        "timeoutSeconds": timeout, "bound after (s)": bound, "scheduler events": events_slow[:2],
+        "new Pods": created, "bound after it answers again (s)": rec}
+    ignore_times = [s for ns, s in bound.items() if ns.endswith("webhook-ignore")]
+    checks.check(f"slow: with webhook Ignore the binding waits timeoutSeconds ({timeout} s), then goes through",
+                 all(s is not None and timeout - 0.5 <= s <= timeout + 5 for s in ignore_times),
+                 json.dumps(ignore_times))
+    checks.check("slow: the pending Pods are bound once policy-server answers",
+                 all(ns in rec for ns, s in bound.items() if s is None), json.dumps(rec))
+
+
+POLICY = None
+
+
+def main():
+    global POLICY
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--policy", default=os.path.join(ROOT, "annotated-policy.wasm"))
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, certificates)")
+    parser.add_argument("--report", help="write the fault timings as JSON here")
+    args = parser.parse_args()
+    POLICY = args.policy
+    missing = [tool for tool in ("go", "policy-server", "openssl") if not shutil.which(tool)]
+    if missing or not os.path.exists(args.policy):
+        why = f"{', '.join(missing)} not on PATH" if missing else f"{args.policy} missing (needs kwctl)"
+        print(f"cluster test: SKIPPED ({why})")
+        return 0
+
+    work = tempfile.mkdtemp(prefix="cluster-test-")
+    cluster = clusters.Cluster(work)
+    checks = Checks()
+    report = {}
+    # Ctrl-C and SIGTERM stop every process through the finally below.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        versions = cluster.versions()
+        for component, version in versions.items():
+            print(f"{component:24} {version}")
+        cluster.start()
+        positive = run_positive(cluster, checks, args.replicas, map_judge.Judge(cluster)) or []
+        run_faults(cluster, checks, positive, report)
+    except KeyboardInterrupt:
+        print("interrupted")
+        checks.failed += 1
+    except Exception:
+        traceback.print_exc()
+        checks.check("the run completed", False, "an exception above")
+        for name in ("kube-apiserver", "kube-scheduler", "kube-controller-manager"):
+            print(f"--- {name} log tail\n{cluster.plane.log_tail(name, 10)}")
+    finally:
+        cluster.stop()
+        if args.keep:
+            print(f"work folder kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(report, indent=1, default=str))
+    if args.report:
+        with open(args.report, "w") as f:
+            json.dump({"versions": versions, "faults": report}, f, indent=1, default=str)
+    print(f"cluster-test: {checks.passed} passed, {checks.failed} failed")
+    return 1 if checks.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+"""Kubernetes' own MutatingAdmissionPolicy as the judge of this policy's.
+
+Each case is one MutatingAdmissionPolicy document. The API server runs it
+in-process (with a MutatingAdmissionPolicyBinding held to one namespace), and
+this policy runs the same document as its settings, as the webhook of a
+second namespace. The same Pod is created in both; the objects the API server
+stores (or its refusals) are compared.
+
+The cases: every MutatingAdmissionPolicy of the e2e cases that loads, the
+parameters example of docs/cel.md, and cases written here over Pods and
+Bindings (ApplyConfiguration merges of maps and associative lists, atomic
+fields, JSONPatch operations, escapes, failed tests, match conditions,
+failurePolicy).
+"""
+import copy
+import json
+import re
+import time
+
+import cluster as clusters
+import control_plane
+
+MAP = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy"}
+PODS = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]
+BINDINGS = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/binding"]}]
+
+
+def document(name, rules, mutations, **spec):
+    doc = copy.deepcopy(MAP)
+    doc["metadata"] = {"name": name}
+    doc["spec"] = {"matchConstraints": {"resourceRules": rules}, "mutations": mutations,
+                   "reinvocationPolicy": "Never", **spec}
+    return doc
+
+
+def apply_configuration(expression):
+    return {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}}
+
+
+def json_patch(expression):
+    return {"patchType": "JSONPatch", "jsonPatch": {"expression": expression}}
+
+
+def written_cases():
+    """(name, document, workload): the workload is `pod` (created unplaced, the
+    mutation sees the Pod), `binding` (the same Pod, the mutation sees its
+    Binding) or `placed` (created with spec.nodeName)."""
+    ac, jp = apply_configuration, json_patch
+    return [
+        ("ac-labels-annotations-merge", document("c", PODS, [ac(
+            'Object{metadata: Object.metadata{labels: {"team": "web", "app": "changed"}, '
+            'annotations: {"example.com/a": "1"}}}')]), "pod"),
+        ("ac-container-env-by-name", document("c", PODS, [ac(
+            'Object{spec: Object.spec{containers: [Object.spec.containers{name: "app", '
+            'env: [Object.spec.containers.env{name: "ZONE", value: "a"}]}]}}')]), "pod"),
+        ("ac-new-container-appended", document("c", PODS, [ac(
+            'Object{spec: Object.spec{containers: [Object.spec.containers{name: "sidecar", '
+            'image: "registry.example.com/sidecar:1"}]}}')]), "pod"),
+        ("ac-atomic-tolerations-refused", document("c", PODS, [ac(
+            'Object{spec: Object.spec{tolerations: [Object.spec.tolerations{key: "k", operator: "Exists"}]}}')]),
+         "pod"),
+        ("ac-undeclared-field-refused", document("c", PODS, [ac(
+            'Object{metadata: Object.metadata{label: {"a": "b"}}}')]), "pod"),
+        ("ac-two-mutations-in-order", document("c", PODS, [
+            ac('Object{metadata: Object.metadata{labels: {"step": "one"}}}'),
+            ac('Object{metadata: Object.metadata{annotations: {"seen": object.metadata.labels["step"]}}}')]), "pod"),
+        ("ac-match-condition-false", document("c", PODS, [ac(
+            'Object{metadata: Object.metadata{labels: {"never": "set"}}}')],
+            matchConditions=[{"name": "never", "expression": "object.metadata.name == 'nobody'"}]), "pod"),
+        ("ac-variables", document("c", PODS, [ac(
+            'Object{metadata: Object.metadata{annotations: {"count": string(variables.n)}}}')],
+            variables=[{"name": "n", "expression": "size(object.spec.containers)"}]), "pod"),
+        ("ac-runtime-error-ignore", document("c", PODS, [ac(
+            'Object{metadata: Object.metadata{annotations: {"x": object.metadata.labels["missing"]}}}')],
+            failurePolicy="Ignore"), "pod"),
+        ("ac-runtime-error-fail", document("c", PODS, [ac(
+            'Object{metadata: Object.metadata{annotations: {"x": object.metadata.labels["missing"]}}}')],
+            failurePolicy="Fail"), "pod"),
+        ("ac-binding-annotation-from-target", document("c", BINDINGS, [ac(
+            'Object{metadata: Object.metadata{annotations: {"example.com/node": object.target.name}}}')]),
+         "binding"),
+        ("ac-binding-labels", document("c", BINDINGS, [ac(
+            'Object{metadata: Object.metadata{labels: {"example.com/bound": "yes"}}}')]), "binding"),
+        ("ac-placed-pod-node-label", document("c", PODS, [ac(
+            'Object{metadata: Object.metadata{labels: {"example.com/node": object.spec.nodeName}}}')]), "placed"),
+        ("jp-add-escaped-annotation", document("c", PODS, [jp(
+            '[JSONPatch{op: "add", path: "/metadata/annotations", value: {}}, '
+            'JSONPatch{op: "add", path: "/metadata/annotations/" + jsonpatch.escapeKey("example.com/a~b"), '
+            'value: "v"}]')]), "pod"),
+        ("jp-test-fails-leaves-object", document("c", PODS, [jp(
+            '[JSONPatch{op: "test", path: "/metadata/name", value: "other"}, '
+            'JSONPatch{op: "add", path: "/metadata/labels/x", value: "y"}]')]), "pod"),
+        ("jp-test-holds", document("c", PODS, [jp(
+            '[JSONPatch{op: "test", path: "/metadata/labels/app", value: "judge"}, '
+            'JSONPatch{op: "add", path: "/metadata/labels/x", value: "y"}]')]), "pod"),
+        ("jp-remove-missing-refused", document("c", PODS, [jp(
+            '[JSONPatch{op: "remove", path: "/metadata/labels/missing"}]')]), "pod"),
+        ("jp-replace-missing-member", document("c", PODS, [jp(
+            '[JSONPatch{op: "replace", path: "/metadata/labels/missing", value: "set"}]')]), "pod"),
+        ("jp-env-append", document("c", PODS, [jp(
+            '[JSONPatch{op: "add", path: "/spec/containers/0/env", value: []}, '
+            'JSONPatch{op: "add", path: "/spec/containers/0/env/-", value: {"name": "A", "value": "1"}}]')]), "pod"),
+        ("jp-copy-and-move", document("c", PODS, [jp(
+            '[JSONPatch{op: "copy", from: "/metadata/labels/app", path: "/metadata/labels/copied"}, '
+            'JSONPatch{op: "move", from: "/metadata/labels/copied", path: "/metadata/labels/moved"}]')]), "pod"),
+        ("jp-index-out-of-range", document("c", PODS, [jp(
+            '[JSONPatch{op: "add", path: "/spec/containers/5/env", value: []}]')]), "pod"),
+        ("jp-undeclared-field-refused", document("c", PODS, [jp(
+            '[JSONPatch{op: "add", path: "/spec/nodeSelectorx", value: {"a": "b"}}]')]), "pod"),
+        ("jp-binding-annotations", document("c", BINDINGS, [jp(
+            '[JSONPatch{op: "add", path: "/metadata/annotations", value: {"example.com/zone-of": object.target.name}}]'
+        )]), "binding"),
+    ]
+
+
+def e2e_cases():
+    """The e2e cases' MutatingAdmissionPolicy documents that load."""
+    with open(f"{clusters.ROOT}/e2e-tests/cases.json") as f:
+        cases = json.load(f)
+    found = []
+    for case in cases:
+        settings = case.get("settings")
+        if not isinstance(settings, dict) or settings.get("kind") != "MutatingAdmissionPolicy":
+            continue
+        if "settings_invalid" in case.get("expect", {}):
+            continue
+        rules = settings["spec"]["matchConstraints"]["resourceRules"]
+        workload = "binding" if any("pods/binding" in r.get("resources", []) for r in rules) else "pod"
+        found.append((f"e2e-{case['name']}", settings, workload))
+    return found
+
+
+def docs_params_case():
+    """docs/cel.md's parameters example: Kubernetes reads them from a ConfigMap
+    through the binding's paramRef, this policy takes them inline."""
+    doc = document("team", BINDINGS, [apply_configuration(
+        'Object{metadata: Object.metadata{annotations: {"team": params.data.team}}}')],
+        paramKind={"apiVersion": "v1", "kind": "ConfigMap"})
+    return ("docs-cel-params", doc, "binding", {"data": {"team": "web"}})
+
+
+def normalized(pod):
+    """The Pod without what differs between any two creations: identity,
+    timestamps, field managers, and the random suffix of the service-account
+    token volume."""
+    meta = {k: v for k, v in pod["metadata"].items()
+            if k not in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "namespace", "generation")}
+    text = re.sub(r"kube-api-access-[a-z0-9]{5}", "kube-api-access-*", json.dumps(pod["spec"]))
+    return {"metadata": meta, "spec": json.loads(text)}
+
+
+class Judge:
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.cases = []
+        for name, doc, workload in e2e_cases() + written_cases():
+            self.cases.append((name, doc, workload, None))
+        self.cases.append(docs_params_case())
+        self.refused = {}  # case index -> the API server's refusal of the document
+
+    def namespaces(self, index):
+        return f"map-k8s-{index}", f"map-ours-{index}"
+
+    def policies(self):
+        """This policy's side: a ClusterAdmissionPolicy per case."""
+        from cluster_test import policy_for
+        found = []
+        for i, (name, doc, workload, params) in enumerate(self.cases):
+            settings = copy.deepcopy(doc)
+            if params:
+                settings["params"] = params
+            rules = doc["spec"]["matchConstraints"]["resourceRules"]
+            found.append(policy_for(f"judge-{i}", settings, self.namespaces(i)[1], rules=rules))
+        return found
+
+    def install(self):
+        """Kubernetes' side: each document and its binding, held to its namespace."""
+        admin = self.cluster.admin
+        for i, (name, doc, workload, params) in enumerate(self.cases):
+            k8s_ns, ours_ns = self.namespaces(i)
+            self.cluster.ensure_namespace(k8s_ns)
+            self.cluster.ensure_namespace(ours_ns)
+            doc = copy.deepcopy(doc)
+            doc["metadata"] = {"name": f"judge-{i}"}
+            try:
+                admin.apply(doc)
+            except control_plane.ApiError as e:
+                self.refused[i] = json.loads(e.body).get("message", e.body) if e.status == 422 else str(e)
+                continue
+            binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+                       "metadata": {"name": f"judge-{i}"},
+                       "spec": {"policyName": f"judge-{i}", "matchResources": {"namespaceSelector": {
+                           "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In",
+                                                 "values": [k8s_ns]}]}}}}
+            if params:
+                admin.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "params", "namespace": k8s_ns}, "data": params["data"]})
+                binding["spec"]["paramRef"] = {"name": "params", "namespace": k8s_ns,
+                                               "parameterNotFoundAction": "Deny"}
+            admin.apply(binding)
+
+    def run_one(self, namespace, workload):
+        """What the API server keeps of the Pod: ('stored', pod) or ('refused', message)."""
+        spec = clusters.pod_spec()
+        if workload == "placed":
+            spec["nodeName"] = "node-1"
+        elif workload == "binding":
+            # On the same Node on both sides: the PodTopologyLabels plugin
+            # gives the Pod its Node's zone.
+            spec["nodeSelector"] = {"kubernetes.io/hostname": "node-1"}
+        body = clusters.pod("judge", spec, labels={"app": "judge"})
+        try:
+            created = self.cluster.admin.create(f"/api/v1/namespaces/{namespace}/pods", body)
+        except control_plane.ApiError as e:
+            try:
+                return "refused", json.loads(e.body).get("message", e.body)
+            except ValueError:
+                return "refused", e.body
+        if workload != "binding":
+            return "stored", created
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            pod = self.cluster.pod(namespace, "judge")
+            if pod["spec"].get("nodeName"):
+                return "stored", pod
+            time.sleep(0.2)
+        refused = [e for e in self.cluster.events_for(namespace, "judge") if "denied" in e or "rejected" in e
+                   or "Binding" in e]
+        return "pending", "; ".join(refused[-1:]) or "not bound in 15 s"
+
+    def run(self, checks):
+        differences = []
+        for i, (name, doc, workload, params) in enumerate(self.cases):
+            k8s_ns, ours_ns = self.namespaces(i)
+            if i in self.refused:
+                detail = f"the API server refuses the document ({self.refused[i]}); this policy loads it"
+                print(f"      {name}: {detail}")
+                differences.append((name, detail))
+                checks.check(f"MutatingAdmissionPolicy judge: {name} ({workload})", False, detail)
+                continue
+            k8s_outcome, k8s_value = self.run_one(k8s_ns, workload)
+            ours_outcome, ours_value = self.run_one(ours_ns, workload)
+            if k8s_outcome == "stored" and ours_outcome == "stored":
+                a, b = normalized(k8s_value), normalized(ours_value)
+                same = a == b
+                detail = "" if same else f"Kubernetes {json.dumps(diff(a, b))}"
+            else:
+                same = k8s_outcome == ours_outcome
+                detail = (f"Kubernetes {k8s_outcome}: {str(k8s_value)[:300]} | this policy {ours_outcome}: "
+                          f"{str(ours_value)[:300]}")
+            print(f"      {name}: Kubernetes {k8s_outcome}, this policy {ours_outcome}"
+                  + (f" ({detail})" if not same or k8s_outcome != "stored" else ""))
+            if not same:
+                differences.append((name, detail))
+            checks.check(f"MutatingAdmissionPolicy judge: {name} ({workload})", same, detail)
+        return differences
+
+
+def diff(a, b, path=""):
+    """The paths where a (Kubernetes) and b (this policy) differ, with both values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = {}
+        for k in sorted(set(a) | set(b)):
+            out.update(diff(a.get(k), b.get(k), f"{path}/{k}"))
+        return out
+    return {} if a == b else {path: {"kubernetes": a, "policy": b}}
