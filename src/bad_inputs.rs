@@ -128,6 +128,16 @@ fn cel_policy(failure_policy: &str, expression: &str) -> String {
     .to_string()
 }
 
+fn admission_policy_without_reinvocation_policy() -> String {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": "m"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["pods/binding"]}]},
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                "Object{metadata: Object.metadata{labels: {'a': 'b'}}}"}}]}})
+    .to_string()
+}
+
 fn settings_case(settings: &str) -> (Vec<u8>, Host) {
     (settings.as_bytes().to_vec(), node_1())
 }
@@ -786,6 +796,15 @@ fn catalog() -> Vec<Case> {
                     "Object{metadata: Object.metadata{annotations: {'h': string(timestamp('2026-07-01T12:00:00Z').getHours('America/New_Yrok'))}}}",
                 ))
             },
+            reads_node: false,
+        },
+        Case {
+            when: "a MutatingAdmissionPolicy leaves out `reinvocationPolicy` (Kubernetes would not store it)",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.reinvocationPolicy: required in a MutatingAdmissionPolicy (Never or IfNeeded), as Kubernetes requires it\"",
+            answer: SettingsRefused(
+                "settings.spec.reinvocationPolicy: required in a MutatingAdmissionPolicy (Never or IfNeeded), as Kubernetes requires it",
+            ),
+            run: || settings_case(&admission_policy_without_reinvocation_policy()),
             reads_node: false,
         },
         Case {

@@ -302,6 +302,7 @@ def run_positive(cluster, checks, replicas, judge):
 
     print("Kubernetes' MutatingAdmissionPolicy and this policy on the same documents:")
     judge.run(checks)
+    map_judge.judge_documents(cluster.admin, POLICY, checks)
     return every
 
 

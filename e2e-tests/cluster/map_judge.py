@@ -14,7 +14,9 @@ failurePolicy).
 """
 import copy
 import json
+import os
 import re
+import subprocess
 import time
 
 import cluster as clusters
@@ -137,6 +139,61 @@ def docs_params_case():
         'Object{metadata: Object.metadata{annotations: {"team": params.data.team}}}')],
         paramKind={"apiVersion": "v1", "kind": "ConfigMap"})
     return ("docs-cel-params", doc, "binding", {"data": {"team": "web"}})
+
+
+def document_cases():
+    """Documents whose validity is the question: (name, document). Kubernetes
+    decides by creating it (a dry run); this policy by loading it as settings."""
+    ac = apply_configuration('Object{metadata: Object.metadata{labels: {"a": "b"}}}')
+    missing_reinvocation = document("c", PODS, [ac])
+    del missing_reinvocation["spec"]["reinvocationPolicy"]
+    delete_rules = copy.deepcopy(PODS)
+    delete_rules[0]["operations"] = ["DELETE"]
+    return [
+        ("valid", document("c", PODS, [ac])),
+        ("no-reinvocation-policy", missing_reinvocation),
+        ("bad-reinvocation-policy", document("c", PODS, [ac], reinvocationPolicy="Always")),
+        ("no-mutations", document("c", PODS, [])),
+        ("delete-operation", document("c", delete_rules, [ac])),
+        ("no-resource-rules", document("c", [], [ac])),
+        ("bad-failure-policy", document("c", PODS, [ac], failurePolicy="Sometimes")),
+        ("expression-does-not-compile", document("c", PODS, [apply_configuration("Object{metadata: ")])),
+        ("json-patch-without-expression", document("c", PODS, [{"patchType": "JSONPatch"}])),
+        ("unknown-patch-type", document("c", PODS, [{"patchType": "StrategicMerge"}])),
+    ]
+
+
+def kwctl_loads(policy, settings):
+    """None when the module loads `settings`, else kwctl's refusal."""
+    out = subprocess.run(
+        ["kwctl", "run", "--settings-json", json.dumps(settings), "--request-path",
+         os.path.join(clusters.ROOT, "test_data", "pod-without-node-name.json"), policy],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ, RUST_BACKTRACE="0"))
+    refusal = [line for line in out.stdout.splitlines() if "settings are not valid" in line]
+    return refusal[0] if refusal else (None if out.returncode == 0 else out.stdout[-300:])
+
+
+def judge_documents(admin, policy, checks):
+    """Kubernetes' API validation of a MutatingAdmissionPolicy against this
+    policy's load-time checks of the same document."""
+    differences = []
+    for name, doc in document_cases():
+        doc = copy.deepcopy(doc)
+        doc["metadata"] = {"name": f"judge-document-{name}"}
+        try:
+            admin.request("POST", "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies?dryRun=All", doc)
+            k8s = None
+        except control_plane.ApiError as e:
+            k8s = json.loads(e.body).get("message", e.body) if e.status == 422 else str(e)
+        ours = kwctl_loads(policy, doc)
+        same = (k8s is None) == (ours is None)
+        detail = f"Kubernetes: {k8s or 'accepted'} | this policy: {ours or 'loads it'}"
+        print(f"      document {name}: {detail}")
+        if not same:
+            differences.append((f"document {name}", detail))
+        checks.check(f"MutatingAdmissionPolicy judge: document {name} is "
+                     f"{'refused' if k8s else 'accepted'} by both", same, detail)
+    return differences
 
 
 def normalized(pod):

@@ -145,7 +145,7 @@ fn match_conditions_gate_the_mutations() {
 fn a_mutating_admission_policy_reads_its_inline_params() {
     let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
         "metadata": {"name": "p"},
-        "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}, "reinvocationPolicy": "Never",
             "matchConstraints": binding_rules(),
             "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
                 "Object{metadata: Object.metadata{annotations: {'team': params.data.team}}}"}}]},
@@ -571,8 +571,8 @@ fn kyverno_policies_see_the_object_in_request() {
     // Kyverno's `request` carries `object`; Kubernetes' does not.
     let policy = |kind: &str, api_version: &str| {
         json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "m"},
-            "spec": {"matchConstraints": binding_rules(), "mutations": [{"patchType": "ApplyConfiguration",
-                "applyConfiguration": {"expression":
+            "spec": {"matchConstraints": binding_rules(), "reinvocationPolicy": "Never",
+                "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
                     "Object{metadata: Object.metadata{annotations: {'node': request.object.target.name}}}"}}]}})
     };
     let response = run(
@@ -749,7 +749,8 @@ fn patches_meet_kubernetes_schema_as_each_engine_checks_it() {
     };
     let patch = |kind: &str, api_version: &str| {
         json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "m"},
-            "spec": {"matchConstraints": rules("deployments", "apps"), "mutations": [{"patchType": "JSONPatch",
+            "spec": {"matchConstraints": rules("deployments", "apps"), "reinvocationPolicy": "Never",
+                "mutations": [{"patchType": "JSONPatch",
                 "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/spec/nodeSelector', value: {'a': 'b'}}]"}}]}})
     };
     // Kubernetes decodes the patched Deployment strictly: no such field.

@@ -223,6 +223,39 @@ pub fn check_api_version(kind: CelKind, api_version: &str, at: &str) -> Result<(
     Ok(())
 }
 
+/// What Kubernetes' API validation requires of a MutatingAdmissionPolicy
+/// beyond the checks both languages share (`validateMutatingAdmissionPolicySpec`
+/// in kubernetes/kubernetes): a document the API server would refuse to store
+/// is refused here too, so a policy that loads here also installs in a cluster.
+fn kubernetes_requirements(
+    spec: &CelSpec,
+    constraints: &spec::MatchResources,
+    spec_at: &SpecPath<'_>,
+) -> Result<(), String> {
+    if spec.reinvocation_policy.is_none() {
+        return Err(format!(
+            "{spec_at}.reinvocationPolicy: required in a MutatingAdmissionPolicy (Never or IfNeeded), as Kubernetes requires it"
+        ));
+    }
+    if spec.mutations.is_empty() {
+        return Err(format!(
+            "{spec_at}.mutations: required: a MutatingAdmissionPolicy has at least one mutation, as Kubernetes requires"
+        ));
+    }
+    for (i, rule) in constraints.resource_rules.iter().enumerate() {
+        if rule
+            .operations
+            .iter()
+            .any(|operation| operation == "DELETE")
+        {
+            return Err(format!(
+                "{spec_at}.matchConstraints.resourceRules[{i}].operations: \"DELETE\": a MutatingAdmissionPolicy mutates CREATE, UPDATE and CONNECT requests (or *), as Kubernetes requires"
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl CelPolicy {
     /// Checks the document at `at` (`settings` or `settings.policies[i]`).
     #[allow(clippy::too_many_arguments)]
@@ -344,6 +377,9 @@ impl CelPolicy {
             return Err(format!(
                 "{spec_at}.reinvocationPolicy: {policy:?}: expected Never or IfNeeded"
             ));
+        }
+        if kind == CelKind::MutatingAdmissionPolicy {
+            kubernetes_requirements(&spec, constraints, &spec_at)?;
         }
         let bound_pod = bound_pod::check(&spec, &spec_at)?;
         let mut autogen = Vec::new();

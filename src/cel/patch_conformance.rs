@@ -86,7 +86,7 @@ fn settings(case: &Case) -> Value {
     };
     json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
         "metadata": {"name": "case"},
-        "spec": {"failurePolicy": "Fail",
+        "spec": {"failurePolicy": "Fail", "reinvocationPolicy": "Never",
             "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
                 "operations": ["CREATE"], "resources": ["deployments"]}]},
             "mutations": [{"patchType": case.patch_type, field: {"expression": case.expression}}]}})
