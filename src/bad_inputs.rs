@@ -747,6 +747,20 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
+            when: "a CEL expression reads a variable `spec.variables` does not declare (a typo)",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 48: variables.nod is not declared under spec.variables (did you mean 'variables.node'?)\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: line 1, column 48: variables.nod is not declared under spec.variables (did you mean 'variables.node'?)",
+            ),
+            run: || {
+                settings_case(&cel_policy(
+                    "",
+                    "Object{metadata: Object.metadata{labels: {'a': variables.nod.metadata.name}}}",
+                ))
+            },
+            reads_node: false,
+        },
+        Case {
             when: "a CEL expression calls a function nothing declares (a typo)",
             answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 69: undeclared reference to 'lowerAcsii'\"",
             answer: SettingsRefused(

@@ -554,12 +554,14 @@ impl CelPolicy {
         for (place, source) in self.sources() {
             let at = self.path(place);
             let compiled = program::compile(source, &at)?;
-            for name in &compiled.variables {
-                if !declared.contains(&name.as_str()) {
-                    return Err(format!(
-                        "{at}: variables.{name} is not declared under spec.variables"
-                    ));
-                }
+            if compiled
+                .variables
+                .iter()
+                .any(|name| !declared.contains(&name.as_str()))
+                && let Some(why) =
+                    declarations::undeclared_variable(source, &compiled.expression, &declared)
+            {
+                return Err(format!("{at}: {why}"));
             }
             for (library, why) in UNAVAILABLE {
                 if compiled.libraries.contains(*library) {
