@@ -282,7 +282,7 @@ run_case() {
   run_case cel_zone_and_region_from_node
 }
 
-@test "cel_node_missing_fails: a MutatingPolicy whose Node read fails rejects by its default failurePolicy (Fail), naming the policy" {
+@test "cel_node_missing_fails: a MutatingPolicy whose Node read fails rejects by its default failurePolicy (Fail), naming the policy; loading it logs a warning that a Node that cannot be read stops scheduling" {
   run_case cel_node_missing_fails
 }
 

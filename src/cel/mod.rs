@@ -103,6 +103,9 @@ pub struct CelPolicy {
     pub at: String,
     pub spec: CelSpec,
     pub failure_policy: FailurePolicy,
+    /// Whether the document or the settings gave `failurePolicy` (else
+    /// `failure_policy` is the kinds' default, `Fail`).
+    pub failure_policy_given: bool,
     /// A MutatingAdmissionPolicy's parameters, given inline.
     pub params: Option<Value>,
     /// A NamespacedMutatingPolicy applies only in its namespace.
@@ -408,6 +411,7 @@ impl CelPolicy {
             name: name.unwrap_or_default(),
             at: at.to_string(),
             failure_policy: spec.failure_policy.unwrap_or(FailurePolicy::Fail),
+            failure_policy_given: spec.failure_policy.is_some(),
             spec,
             params,
             namespace,
@@ -522,6 +526,31 @@ impl CelPolicy {
             .chain(
                 target_conditions.map(|(i, c)| (Place::TargetCondition(i), c.expression.as_str())),
             )
+    }
+
+    /// Whether `matchConstraints` select the scheduler's `CREATE
+    /// pods/binding` (resource names aside: a policy for some Pods stalls
+    /// their scheduling as well).
+    pub fn matches_bindings(&self) -> bool {
+        let Some(constraints) = &self.spec.match_constraints else {
+            return false;
+        };
+        let binding = |name: &str| matching::RequestInfo {
+            operation: "CREATE".to_string(),
+            group: String::new(),
+            version: "v1".to_string(),
+            resource: "pods".to_string(),
+            sub_resource: "binding".to_string(),
+            name: name.to_string(),
+            namespace: self
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+        };
+        constraints.resource_rules.iter().any(|rule| {
+            let names = rule.resource_names.first().map_or("", String::as_str);
+            matching::rules_match(constraints, &binding(names))
+        })
     }
 
     /// `targetMatchConstraints.expression`, where given.
