@@ -286,6 +286,18 @@ run_case() {
   run_case cel_node_missing_fails
 }
 
+@test "cel_computed_invalid_label_key_ignored: a MutatingPolicy whose mutation writes a label key the API server would refuse, computed when it runs: failurePolicy Ignore accepts the Binding unchanged (no patch, not even an empty map) with a warning naming the policy and the mutation" {
+  run_case cel_computed_invalid_label_key_ignored
+}
+
+@test "cel_computed_invalid_label_key_fails: the same with failurePolicy Fail: the Binding is rejected, naming the policy and the mutation" {
+  run_case cel_computed_invalid_label_key_fails
+}
+
+@test "rule_invalid_label_key_left_out: a Kyverno rule writing a label key the API server would refuse onto a Binding without labels: the key is left out with a warning naming the rule, and no empty labels map is sent" {
+  run_case rule_invalid_label_key_left_out
+}
+
 @test "cel_placed_pod_labels: a MutatingPolicy on Pods created with spec.nodeName: the Node's zone as a Pod label (JSONPatch)" {
   run_case cel_placed_pod_labels
 }
