@@ -298,6 +298,14 @@ run_case() {
   run_case rule_invalid_label_key_left_out
 }
 
+@test "cel_literal_invalid_label_key_refused: a MutatingPolicy writing a label key the API server would refuse as a literal is refused at load, with the expression's path and the key's line and column" {
+  run_case cel_literal_invalid_label_key_refused
+}
+
+@test "cel_undeclared_variable_refused: a MutatingPolicy reading variables.zon where spec.variables declares zone is refused at load with the position and the nearest declared name" {
+  run_case cel_undeclared_variable_refused
+}
+
 @test "cel_placed_pod_labels: a MutatingPolicy on Pods created with spec.nodeName: the Node's zone as a Pod label (JSONPatch)" {
   run_case cel_placed_pod_labels
 }

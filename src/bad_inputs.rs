@@ -929,6 +929,20 @@ fn catalog() -> Vec<Case> {
             reads_node: true,
         },
         Case {
+            when: "a CEL mutation writes a label key that is not a valid key, as a literal",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 43: label \"topology.kubernetes.io/zone name\" is not a valid key: name part \"zone name\" may contain only letters, digits, '-', '_' and '.'\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: line 1, column 43: label \"topology.kubernetes.io/zone name\" is not a valid key: name part \"zone name\" may contain only letters, digits, '-', '_' and '.'",
+            ),
+            run: || {
+                settings_case(&cel_policy(
+                    "",
+                    "Object{metadata: Object.metadata{labels: {\"topology.kubernetes.io/zone name\": variables.node.metadata.name}}}",
+                ))
+            },
+            reads_node: false,
+        },
+        Case {
             when: "a CEL mutation writes a label key that is not a valid key, computed when it runs (`failurePolicy: Ignore`)",
             answer_text: "accepted unchanged, with the warning \"MutatingPolicy \"m\" not applied: mutations[0]: label \"node-1 zone\" is not a valid key: name part \"node-1 zone\" may contain only letters, digits, '-', '_' and '.'\"",
             answer: Accepted {

@@ -30,6 +30,7 @@ mod extension_macros;
 mod json_patch_mutation;
 pub mod libraries;
 pub mod matching;
+mod metadata_literals;
 #[cfg(test)]
 mod patch_conformance;
 pub mod program;
@@ -661,6 +662,11 @@ impl CelPolicy {
             .map_err(|why| format!("{at}: {why}"))?;
             if let Some(why) = result_types::mismatch(place, &ty)
                 .or_else(|| result_types::misnamed(place, &compiled.expression))
+            {
+                return Err(format!("{at}: {why}"));
+            }
+            if let Place::Mutation(..) = place
+                && let Some(why) = metadata_literals::refused(source, &compiled.expression)
             {
                 return Err(format!("{at}: {why}"));
             }
