@@ -468,6 +468,24 @@ fn cel_examples_on_bindings_set_failure_policy_and_the_default_is_warned_about()
     admission["spec"]["variables"] = json!([]);
     admission["spec"]["mutations"][0]["applyConfiguration"]["expression"] =
         json!("Object{metadata: Object.metadata{annotations: {'a': 'b'}}}");
+    // Kyverno's mutateExisting on the Pod being bound: its reads fail
+    // without rejecting the Binding.
+    let recipe: Value = serde_yaml::from_str(
+        std::fs::read_to_string("docs/recipes.md")
+            .unwrap()
+            .split("```yaml\n")
+            .skip(1)
+            .filter_map(|block| block.split("\n```").next())
+            .find(|block| block.contains("mutateExisting"))
+            .unwrap(),
+    )
+    .unwrap();
+    let mut bound_pod: Value = serde_json::to_value(recipe).unwrap();
+    bound_pod["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("failurePolicy");
+    assert_eq!(warnings(&bound_pod), Vec::<String>::new());
     let warned = warnings(&json!({"policies": [pods, admission]}));
     assert_eq!(warned.len(), 1, "{warned:?}");
     assert!(

@@ -361,8 +361,11 @@ impl PolicyPlan {
             .filter_map(|group| group.cel.as_deref())
         {
             // Kyverno's and Kubernetes' default for these kinds is Fail: on
-            // bindings, a Node that cannot be read then stops scheduling.
-            if !policy.failure_policy_given && policy.matches_bindings() {
+            // bindings, a Node that cannot be read then stops scheduling. (A
+            // mutateExisting policy on the Pod being bound reads the Pod and
+            // the Node in its run over the Pod, whose failures leave the
+            // Binding as it is.)
+            if !policy.failure_policy_given && !policy.bound_pod && policy.matches_bindings() {
                 warnings.push(format!(
                     "{}.spec.failurePolicy: {} {:?} matches pods/binding and sets no failurePolicy, so it gets Fail, the default of its kind: a Node that cannot be read (or any other error) rejects the Binding, the scheduler retries, and Pods stay pending; set `failurePolicy: Ignore` to schedule them without the metadata, or `failurePolicy: Fail` to keep this",
                     policy.at,
