@@ -383,61 +383,67 @@ pub fn metadata_problem(section: &str, key: &str, value: Option<&Value>) -> Opti
     }
 }
 
-/// The first key a change from `before` to `after` writes into
-/// `metadata.labels` or `.annotations` that the API server would refuse
-/// (see [`metadata_problem`]), or either written as something else than a
-/// map.
-pub fn first_metadata_problem(before: &Value, after: &Value) -> Option<String> {
-    let empty = Map::new();
-    for section in ["labels", "annotations"] {
-        let old = before
-            .get("metadata")
-            .and_then(|m| m.get(section))
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
-        let new = match after.get("metadata").and_then(|m| m.get(section)) {
-            None | Some(Value::Null) => continue,
-            Some(Value::Object(new)) => new,
-            Some(other) => return Some(format!("metadata.{section} is {other}, not a map")),
-        };
-        let problem = new
-            .iter()
-            .filter(|(k, v)| old.get(*k) != Some(*v))
-            .find_map(|(key, value)| metadata_problem(section, key, Some(value)));
-        if problem.is_some() {
-            return problem;
-        }
-    }
-    None
+/// The maps of `metadata` whose keys are checked.
+const METADATA_MAPS: [&str; 2] = ["labels", "annotations"];
+
+/// `metadata.labels` and `.annotations` of `object`, where it has them: what
+/// a change is compared with, without copying the rest of the object.
+pub fn metadata_maps(object: &Value) -> [Option<&Value>; 2] {
+    METADATA_MAPS.map(|section| object.get("metadata").and_then(|m| m.get(section)))
 }
 
-/// `metadata.labels` and `.annotations` of `object`, alone: what
-/// [`first_metadata_problem`] compares against, without copying the rest.
-pub fn metadata_maps(object: &Value) -> Value {
-    let mut metadata = Map::new();
-    for section in ["labels", "annotations"] {
-        if let Some(map) = object.get("metadata").and_then(|m| m.get(section)) {
-            metadata.insert(section.to_string(), map.clone());
+/// The keys a change of `metadata.<section>` from `old` to `new` writes that
+/// the API server would refuse, each with the problem.
+fn refused_keys(
+    section: &str,
+    old: Option<&Value>,
+    new: &Map<String, Value>,
+) -> Vec<(String, String)> {
+    let old = old.and_then(Value::as_object);
+    let mut refused = Vec::new();
+    for (key, value) in new {
+        if old.and_then(|old| old.get(key)) != Some(value)
+            && let Some(why) = metadata_problem(section, key, Some(value))
+        {
+            refused.push((key.clone(), why));
         }
     }
-    let mut maps = Map::new();
-    maps.insert("metadata".to_string(), Value::Object(metadata));
-    Value::Object(maps)
+    refused
+}
+
+/// The first key that a change from `before` (the object's
+/// [`metadata_maps`] then) to `after` writes into `metadata.labels` or
+/// `.annotations` and that the API server would refuse (see
+/// [`metadata_problem`]), or either written as something else than a map.
+pub fn first_metadata_problem(before: [Option<&Value>; 2], after: &Value) -> Option<String> {
+    METADATA_MAPS
+        .into_iter()
+        .zip(before)
+        .find_map(
+            |(section, old)| match after.get("metadata").and_then(|m| m.get(section)) {
+                None | Some(Value::Null) => None,
+                Some(Value::Object(new)) => refused_keys(section, old, new)
+                    .into_iter()
+                    .next()
+                    .map(|(_, problem)| problem),
+                Some(other) => Some(format!("metadata.{section} is {other}, not a map")),
+            },
+        )
 }
 
 /// What a Kyverno rule wrote into `metadata.labels` / `.annotations` that the
 /// API server would refuse (invalid keys or label values, annotations over
-/// the size limit) is put back as it was, with a warning per key naming
-/// `who` wrote it (`rule "r"`, made only for a warning): a refused Binding is a Pod that cannot be
-/// scheduled. A map the object did not have before and that nothing valid
-/// goes into is not created, so no empty map reaches the patch.
+/// the size limit) is put back as it was, with a warning per key naming who
+/// wrote it (`who`: `rule "r"`, made only for a warning): a refused Binding
+/// is a Pod that cannot be scheduled. A map the object did not have before
+/// and that nothing valid goes into is not created, so no empty map reaches
+/// the patch.
 pub fn guard_metadata(who: &dyn Fn() -> String, before: &Value, after: &mut Value) -> Vec<String> {
     let mut warnings = Vec::new();
     let empty = serde_json::Map::new();
-    for section in ["labels", "annotations"] {
-        // Borrowed, not copied: a Pod can carry hundreds of keys, and only
-        // the ones the rules changed are looked at.
-        let had = before.get("metadata").and_then(|m| m.get(section));
+    // Borrowed, not copied: a Pod can carry hundreds of keys, and only the
+    // ones the rules changed are looked at.
+    for (section, had) in METADATA_MAPS.into_iter().zip(metadata_maps(before)) {
         let old = had.and_then(Value::as_object).unwrap_or(&empty);
         let Some(metadata) = after.get_mut("metadata").and_then(Value::as_object_mut) else {
             continue;
@@ -456,14 +462,7 @@ pub fn guard_metadata(who: &dyn Fn() -> String, before: &Value, after: &mut Valu
                 put_back = true;
             }
             Some(new) => {
-                let refused: Vec<(String, String)> = new
-                    .iter()
-                    .filter(|(k, v)| old.get(*k) != Some(*v))
-                    .filter_map(|(key, value)| {
-                        metadata_problem(section, key, Some(value)).map(|why| (key.clone(), why))
-                    })
-                    .collect();
-                for (key, problem) in refused {
+                for (key, problem) in refused_keys(section, had, new) {
                     warnings.push(format!(
                         "{}: {section} change not applied: {problem}",
                         who()
@@ -759,7 +758,7 @@ mod tests {
     #[test]
     fn the_first_metadata_problem_names_the_key() {
         let before = json!({"metadata":{"labels":{"ok":"1"}}});
-        let problem = |after: Value| first_metadata_problem(&metadata_maps(&before), &after);
+        let problem = |after: Value| first_metadata_problem(metadata_maps(&before), &after);
         assert_eq!(
             problem(json!({"metadata":{"labels":{"ok":"1","b":"2"}}})),
             None

@@ -88,7 +88,7 @@ pub fn undeclared(source: &str, expr: &IdedExpr, kyverno: bool) -> Option<String
     let located = super::program::positions(source).and_then(|positions| {
         let mut bound = Vec::new();
         let node = first_undeclared(&positions.tree, kyverno, &mut bound, false)?;
-        Some(positions.locate(node.id, name, &message))
+        Some(positions.locate(node.id, &|text| text.starts_with(name.as_str()), &message))
     });
     Some(located.unwrap_or(message))
 }
@@ -103,7 +103,7 @@ pub fn undeclared_variable(source: &str, expr: &IdedExpr, declared: &[&str]) -> 
     }
     let located = super::program::positions(source).and_then(|positions| {
         let (root, _) = first_undeclared_variable(&positions.tree, declared)?;
-        Some(positions.locate(root.id, "variables", &message))
+        Some(positions.locate(root.id, &|text| text.starts_with("variables"), &message))
     });
     Some(located.unwrap_or(message))
 }

@@ -27,19 +27,14 @@ use crate::mutation::metadata_problem;
 pub fn refused(source: &str, expr: &IdedExpr) -> Option<String> {
     let (_, message) = first(expr)?;
     // Positions are the crate parser's, by its node ids: the node is found
-    // again in its tree, which has the same shape.
+    // again in its tree, which has the same shape. A string literal starts
+    // with its quote (or a raw or bytes prefix).
     let located = positions(source).and_then(|positions| {
         let (node, _) = first(&positions.tree)?;
-        let text = positions.text_at(node.id)?;
-        // A string literal starts with its quote (or a raw or bytes prefix).
-        text.starts_with(['"', '\'', 'r', 'R'])
-            .then(|| positions.line_column(node.id))
-            .flatten()
+        let literal = |text: &str| text.starts_with(['"', '\'', 'r', 'R', 'b', 'B']);
+        Some(positions.locate(node.id, &literal, &message))
     });
-    Some(match located {
-        Some((line, column)) => format!("line {line}, column {column}: {message}"),
-        None => message,
-    })
+    Some(located.unwrap_or(message))
 }
 
 /// The literal that a problem stands at, and the problem.
@@ -143,28 +138,22 @@ fn json_patch(entries: &[::cel::common::ast::IdedEntryExpr]) -> Option<Found<'_>
     // The written value is `value` for add and replace; copy and move take
     // theirs from `from`.
     let value = field("value").filter(|_| matches!(op, "add" | "replace"));
-    let segments: Vec<String> = path
-        .split('/')
-        .skip(1)
-        .map(|s| s.replace("~1", "/").replace("~0", "~"))
-        .collect();
-    let metadata_at = segments
-        .iter()
-        .rposition(|s| s == "metadata")
-        .filter(|i| *i + 1 < segments.len())?;
-    let section = segments.get(metadata_at + 1)?.as_str();
-    if !matches!(section, "labels" | "annotations") {
-        return None;
+    // `.../metadata/labels` (the whole map) or `.../metadata/labels/KEY`.
+    let (head, last) = path.rsplit_once('/')?;
+    let section = |path: &str| {
+        ["labels", "annotations"].into_iter().find(|section| {
+            path.strip_suffix(section)
+                .is_some_and(|p| p.ends_with("/metadata/"))
+        })
+    };
+    if let Some(section) = section(path) {
+        return value.and_then(|value| map_literal(section, value));
     }
-    match segments.get(metadata_at + 2..) {
-        // The whole map.
-        Some([]) => value.and_then(|value| map_literal(section, value)),
-        // One key.
-        Some([key]) => match value {
-            Some(value) => entry_problem(section, key, path_node, value),
-            None => metadata_problem(section, key, None).map(|problem| (path_node, problem)),
-        },
-        _ => None,
+    let section = section(head)?;
+    let key = last.replace("~1", "/").replace("~0", "~");
+    match value {
+        Some(value) => entry_problem(section, &key, path_node, value),
+        None => metadata_problem(section, &key, None).map(|problem| (path_node, problem)),
     }
 }
 

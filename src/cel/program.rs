@@ -200,36 +200,26 @@ pub fn positions(source: &str) -> Option<Positions<'_>> {
 }
 
 impl Positions<'_> {
-    /// The line and column (from 1, in characters) where the node `id`
-    /// starts, when the parser recorded it and it lies in the source.
-    pub fn line_column(&self, id: u64) -> Option<(usize, usize)> {
-        let (start, _) = self.info.offset_for(id)?;
-        let before = self.source.get(..usize::try_from(start).ok()?)?;
+    /// `line L, column C: {message}` where the node `id` starts (line and
+    /// column from 1, in characters), when the parser recorded it and the
+    /// text there is as `expected` says (a check that the record and the
+    /// tree agree); else the message alone.
+    pub fn locate(&self, id: u64, expected: &dyn Fn(&str) -> bool, message: &str) -> String {
+        let start = self
+            .info
+            .offset_for(id)
+            .and_then(|(start, _)| usize::try_from(start).ok());
+        let before = start.and_then(|start| {
+            let before = self.source.get(..start)?;
+            expected(self.source.get(start..)?).then_some(before)
+        });
+        let Some(before) = before else {
+            return message.to_string();
+        };
         let line = before.matches('\n').count() + 1;
         let line_start = before.rfind('\n').map_or(0, |nl| nl + 1);
-        Some((line, before.get(line_start..)?.chars().count() + 1))
-    }
-
-    /// The text from where the node `id` starts.
-    pub fn text_at(&self, id: u64) -> Option<&str> {
-        let (start, _) = self.info.offset_for(id)?;
-        self.source.get(usize::try_from(start).ok()?..)
-    }
-
-    /// `line L, column C: {message}` where the node `id` stands, when its
-    /// text starts with `expected` (a check that the record and the tree
-    /// agree); else the message alone.
-    pub fn locate(&self, id: u64, expected: &str, message: &str) -> String {
-        match self.line_column(id) {
-            Some((line, column))
-                if self
-                    .text_at(id)
-                    .is_some_and(|text| text.starts_with(expected)) =>
-            {
-                format!("line {line}, column {column}: {message}")
-            }
-            _ => message.to_string(),
-        }
+        let column = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
+        format!("line {line}, column {column}: {message}")
     }
 }
 
