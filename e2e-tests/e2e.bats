@@ -282,8 +282,28 @@ run_case() {
   run_case cel_zone_and_region_from_node
 }
 
-@test "cel_node_missing_fails: a MutatingPolicy whose Node read fails rejects by its default failurePolicy (Fail), naming the policy" {
+@test "cel_node_missing_fails: a MutatingPolicy whose Node read fails rejects by its default failurePolicy (Fail), naming the policy; loading it logs a warning that a Node that cannot be read stops scheduling" {
   run_case cel_node_missing_fails
+}
+
+@test "cel_computed_invalid_label_key_ignored: a MutatingPolicy whose mutation writes a label key the API server would refuse, computed when it runs: failurePolicy Ignore accepts the Binding unchanged (no patch, not even an empty map) with a warning naming the policy and the mutation" {
+  run_case cel_computed_invalid_label_key_ignored
+}
+
+@test "cel_computed_invalid_label_key_fails: the same with failurePolicy Fail: the Binding is rejected, naming the policy and the mutation" {
+  run_case cel_computed_invalid_label_key_fails
+}
+
+@test "rule_invalid_label_key_left_out: a Kyverno rule writing a label key the API server would refuse onto a Binding without labels: the key is left out with a warning naming the rule, and no empty labels map is sent" {
+  run_case rule_invalid_label_key_left_out
+}
+
+@test "cel_literal_invalid_label_key_refused: a MutatingPolicy writing a label key the API server would refuse as a literal is refused at load, with the expression's path and the key's line and column" {
+  run_case cel_literal_invalid_label_key_refused
+}
+
+@test "cel_undeclared_variable_refused: a MutatingPolicy reading variables.zon where spec.variables declares zone is refused at load with the position and the nearest declared name" {
+  run_case cel_undeclared_variable_refused
 }
 
 @test "cel_placed_pod_labels: a MutatingPolicy on Pods created with spec.nodeName: the Node's zone as a Pod label (JSONPatch)" {

@@ -138,6 +138,13 @@ fn admission_policy_without_reinvocation_policy() -> String {
     .to_string()
 }
 
+/// A Binding to `node-1` under [`cel_policy`].
+fn cel_binding_case(failure_policy: &str, expression: &str) -> (Vec<u8>, Host) {
+    let settings: Value =
+        serde_json::from_str(&cel_policy(failure_policy, expression)).unwrap_or_default();
+    (payload(fixture("binding.json"), settings), node_1())
+}
+
 fn settings_case(settings: &str) -> (Vec<u8>, Host) {
     (settings.as_bytes().to_vec(), node_1())
 }
@@ -757,6 +764,20 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
+            when: "a CEL expression reads a variable `spec.variables` does not declare (a typo)",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 48: variables.nod is not declared under spec.variables (did you mean 'variables.node'?)\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: line 1, column 48: variables.nod is not declared under spec.variables (did you mean 'variables.node'?)",
+            ),
+            run: || {
+                settings_case(&cel_policy(
+                    "",
+                    "Object{metadata: Object.metadata{labels: {'a': variables.nod.metadata.name}}}",
+                ))
+            },
+            reads_node: false,
+        },
+        Case {
             when: "a CEL expression calls a function nothing declares (a typo)",
             answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 69: undeclared reference to 'lowerAcsii'\"",
             answer: SettingsRefused(
@@ -919,14 +940,41 @@ fn catalog() -> Vec<Case> {
                 "MutatingPolicy \"m\": mutations[0]: error applying patch: failed to convert patch object to typed object: .metadata.label: field not declared in schema",
             ),
             run: || {
-                let settings: Value = serde_json::from_str(&cel_policy(
+                cel_binding_case(
                     "",
                     "Object{metadata: Object.metadata{label: {'zone': variables.node.metadata.labels['topology.kubernetes.io/zone']}}}",
-                ))
-                .unwrap();
-                (payload(fixture("binding.json"), settings), node_1())
+                )
             },
             reads_node: true,
+        },
+        Case {
+            when: "a CEL mutation writes a label key that is not a valid key, as a literal",
+            answer_text: "refused when policy-server loads the policy: \"settings.spec.mutations[0].applyConfiguration.expression: line 1, column 43: label \"topology.kubernetes.io/zone name\" is not a valid key: name part \"zone name\" may contain only letters, digits, '-', '_' and '.'\"",
+            answer: SettingsRefused(
+                "settings.spec.mutations[0].applyConfiguration.expression: line 1, column 43: label \"topology.kubernetes.io/zone name\" is not a valid key: name part \"zone name\" may contain only letters, digits, '-', '_' and '.'",
+            ),
+            run: || {
+                settings_case(&cel_policy(
+                    "",
+                    "Object{metadata: Object.metadata{labels: {\"topology.kubernetes.io/zone name\": variables.node.metadata.name}}}",
+                ))
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a CEL mutation writes a label key that is not a valid key, computed when it runs (`failurePolicy: Ignore`)",
+            answer_text: "accepted unchanged, with the warning \"MutatingPolicy \"m\" not applied: mutations[0]: label \"node-1 zone\" is not a valid key: name part \"node-1 zone\" may contain only letters, digits, '-', '_' and '.'\"",
+            answer: Accepted {
+                patched: false,
+                warning: "MutatingPolicy \"m\" not applied: mutations[0]: label \"node-1 zone\" is not a valid key: name part \"node-1 zone\" may contain only letters, digits, '-', '_' and '.'",
+            },
+            run: || {
+                cel_binding_case(
+                    "Ignore",
+                    "Object{metadata: Object.metadata{labels: {object.target.name + ' zone': 'x'}}}",
+                )
+            },
+            reads_node: false,
         },
         Case {
             when: "a MutatingPolicy's Node read fails (`failurePolicy: Ignore`)",

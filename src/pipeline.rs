@@ -274,7 +274,8 @@ impl<'a> Pipeline<'a> {
                 audit,
                 warnings,
             }) => {
-                let (changed, mut committed) = commit(object, mutated).map_err(failed)?;
+                let who = || format!("{} {:?}", policy.kind.name(), policy.name);
+                let (changed, mut committed) = commit(&who, object, mutated).map_err(failed)?;
                 outcome.audit_annotations.extend(audit);
                 committed.extend(warnings);
                 Ok((changed, committed))
@@ -365,7 +366,8 @@ impl<'a> Pipeline<'a> {
                     }
                     None => mutated,
                 };
-                commit(object, mutated).map_err(|why| StepError::Failed {
+                let who = || format!("rule {:?}", rule.name);
+                commit(&who, object, mutated).map_err(|why| StepError::Failed {
                     ignored: format!("rule {:?} not applied: {why}", rule.name),
                     message: format!("rule {:?}: {why}", rule.name),
                 })
@@ -384,11 +386,15 @@ impl<'a> Pipeline<'a> {
 /// Where an engine's result becomes the object the answer carries: one gate
 /// for every policy language. The object must stay the object it was
 /// ([`identity::check`]); metadata the rules wrote is checked the way the
-/// short form checks its own keys. Returns whether anything changed and the
+/// short form checks its own keys, warnings naming `who` wrote it. Returns whether anything changed and the
 /// warnings; on `Err` the object is left as it was.
-fn commit(object: &mut Value, mut mutated: Value) -> Result<(bool, Vec<String>), String> {
+fn commit(
+    who: &dyn Fn() -> String,
+    object: &mut Value,
+    mut mutated: Value,
+) -> Result<(bool, Vec<String>), String> {
     identity::check(object, &mutated)?;
-    let warnings = mutation::guard_metadata(object, &mut mutated);
+    let warnings = mutation::guard_metadata(who, object, &mut mutated);
     let changed = mutated != *object;
     *object = mutated;
     Ok((changed, warnings))

@@ -348,3 +348,149 @@ fn rule_expressions_are_checked_at_load_wherever_they_are() {
         "{message}"
     );
 }
+/// The CEL policy documents of a YAML text: documents of a CEL kind, the
+/// settings of a manifest or fragment (`settings:`), and those under
+/// `policies`.
+fn cel_documents(text: &str) -> Vec<Value> {
+    fn collect(value: &Value, found: &mut Vec<Value>) {
+        let kind = value["kind"].as_str().unwrap_or_default();
+        if kind.ends_with("MutatingPolicy") || kind == "MutatingAdmissionPolicy" {
+            found.push(value.clone());
+        }
+        for settings in [&value["settings"], &value["spec"]["settings"]] {
+            collect_settings(settings, found);
+        }
+    }
+    fn collect_settings(settings: &Value, found: &mut Vec<Value>) {
+        if settings.is_object() {
+            collect(settings, found);
+        }
+        for policy in settings["policies"].as_array().into_iter().flatten() {
+            collect(policy, found);
+        }
+    }
+    let mut found = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(text) {
+        // Snippets need not be YAML documents (an env var, placeholders).
+        let Ok(document) = <Value as serde::Deserialize>::deserialize(document) else {
+            break;
+        };
+        collect(&document, &mut found);
+    }
+    found
+}
+
+/// Issue 34: a CEL example on `pods/binding` that leaves `failurePolicy`
+/// out gets `Fail`, and one Node that cannot be read stops scheduling. Every
+/// example a user may copy sets it (or says why not on a comment line that
+/// names it), and such a document loads with a warning that says what
+/// happens.
+#[test]
+fn cel_examples_on_bindings_set_failure_policy_and_the_default_is_warned_about() {
+    let mut blocks: Vec<(String, String)> = Vec::new();
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir("docs")
+        .unwrap()
+        .chain(std::fs::read_dir("examples").unwrap())
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.push("README.md".into());
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.display().to_string();
+        if name.ends_with(".md") {
+            for (i, block) in text.split("```yaml\n").skip(1).enumerate() {
+                let block = block.split("\n```").next().unwrap();
+                blocks.push((format!("{name} yaml block {}", i + 1), block.to_string()));
+            }
+        } else {
+            blocks.push((name, text));
+        }
+    }
+    let mut checked = 0;
+    for (name, block) in &blocks {
+        let explained = block
+            .lines()
+            .any(|line| line.trim_start().starts_with('#') && line.contains("failurePolicy"));
+        for document in cel_documents(block) {
+            let Ok(plan) = crate::settings::load(document.to_string().as_bytes()) else {
+                continue;
+            };
+            checked += 1;
+            let warned: Vec<String> = plan
+                .load_warnings()
+                .into_iter()
+                .filter(|w| w.contains("sets no failurePolicy"))
+                .collect();
+            assert!(
+                warned.is_empty() || explained,
+                "{name}: a CEL example on pods/binding without failurePolicy: {warned:?}"
+            );
+        }
+    }
+    assert!(checked >= 5, "only {checked} CEL examples found");
+
+    let mut policy: Value = serde_json::from_slice(
+        &std::fs::read("test_data/kyverno-mutating-policy-binding.json").unwrap(),
+    )
+    .unwrap();
+    assert_eq!(policy["spec"]["failurePolicy"], "Ignore");
+    let warnings = |policy: &Value| crate::check_settings_and_warn(policy.to_string().as_bytes()).1;
+    assert_eq!(warnings(&policy), Vec::<String>::new());
+    policy["spec"]["failurePolicy"] = json!("Fail");
+    assert_eq!(
+        warnings(&policy),
+        Vec::<String>::new(),
+        "Fail written: no warning"
+    );
+    policy["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("failurePolicy");
+    assert_eq!(
+        warnings(&policy),
+        [
+            "settings.spec.failurePolicy: MutatingPolicy \"mutate-pod-binding\" matches pods/binding and sets no failurePolicy, so it gets Fail, the default of its kind: a Node that cannot be read (or any other error) rejects the Binding, the scheduler retries, and Pods stay pending; set `failurePolicy: Ignore` to schedule them without the metadata, or `failurePolicy: Fail` to keep this"
+        ]
+    );
+    // The settings' failurePolicy is the user's word too.
+    let mut settings = policy.clone();
+    settings["failurePolicy"] = json!("Fail");
+    assert_eq!(warnings(&settings), Vec::<String>::new());
+    // Under `policies`, the document is named by its path; a document that
+    // does not match bindings is not warned about.
+    let mut pods = policy.clone();
+    pods["metadata"]["name"] = json!("pods");
+    pods["spec"]["matchConstraints"]["resourceRules"][0]["resources"] = json!(["pods"]);
+    let mut admission = policy.clone();
+    admission["apiVersion"] = json!("admissionregistration.k8s.io/v1");
+    admission["kind"] = json!("MutatingAdmissionPolicy");
+    admission["spec"]["reinvocationPolicy"] = json!("Never");
+    admission["spec"]["matchConstraints"]["resourceRules"][0]["resources"] = json!(["pods/*"]);
+    admission["spec"]["variables"] = json!([]);
+    admission["spec"]["mutations"][0]["applyConfiguration"]["expression"] =
+        json!("Object{metadata: Object.metadata{annotations: {'a': 'b'}}}");
+    // Kyverno's mutateExisting on the Pod being bound: its reads fail
+    // without rejecting the Binding.
+    let recipe: Value = serde_yaml::from_str(
+        std::fs::read_to_string("docs/recipes.md")
+            .unwrap()
+            .split("```yaml\n")
+            .skip(1)
+            .filter_map(|block| block.split("\n```").next())
+            .find(|block| block.contains("mutateExisting"))
+            .unwrap(),
+    )
+    .unwrap();
+    let mut bound_pod: Value = serde_json::to_value(recipe).unwrap();
+    bound_pod["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("failurePolicy");
+    assert_eq!(warnings(&bound_pod), Vec::<String>::new());
+    let warned = warnings(&json!({"policies": [pods, admission]}));
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].starts_with("settings.policies[1].spec.failurePolicy: MutatingAdmissionPolicy \"mutate-pod-binding\" matches pods/binding and sets no failurePolicy"),
+        "{warned:?}"
+    );
+}

@@ -85,6 +85,75 @@ fn a_failing_read_follows_the_failure_policy() {
     assert!(warnings.contains("not applied"), "{warnings}");
 }
 
+/// Issue 34: a metadata key the API server would refuse, computed when the
+/// mutation runs, follows failurePolicy, and the answer names the policy and
+/// the mutation; ignored, the request goes through unchanged (no empty map).
+#[test]
+fn a_computed_invalid_metadata_key_follows_the_failure_policy() {
+    let key = "object.target.name + ' zone'";
+    for (patch_type, field, expression) in [
+        (
+            "ApplyConfiguration",
+            "applyConfiguration",
+            format!("Object{{metadata: Object.metadata{{labels: {{{key}: 'x'}}}}}}"),
+        ),
+        (
+            "JSONPatch",
+            "jsonPatch",
+            format!("[JSONPatch{{op: 'add', path: '/metadata/labels', value: {{{key}: 'x'}}}}]"),
+        ),
+    ] {
+        let policy = |failure_policy: Option<&str>| {
+            let mut spec = json!({"matchConstraints": binding_rules(),
+                "mutations": [{"patchType": patch_type, field: {"expression": expression}}]});
+            if let Some(failure_policy) = failure_policy {
+                spec["failurePolicy"] = json!(failure_policy);
+            }
+            mutating_policy(spec)
+        };
+        let why = "label \"node-1 zone\" is not a valid key: name part \"node-1 zone\" may contain only letters, digits, '-', '_' and '.'";
+        for failure_policy in [None, Some("Fail")] {
+            let response = run("binding.json", policy(failure_policy));
+            assert!(!response.accepted, "{patch_type}: {failure_policy:?}");
+            assert_eq!(
+                response.message.as_deref(),
+                Some(
+                    format!("node-metadata-policy: MutatingPolicy \"m\": mutations[0]: {why}")
+                        .as_str()
+                ),
+                "{patch_type}"
+            );
+        }
+        let response = run("binding.json", policy(Some("Ignore")));
+        assert!(response.accepted, "{patch_type}");
+        assert_eq!(
+            response.mutated_object, None,
+            "{patch_type}: no patch at all"
+        );
+        assert_eq!(
+            response.warnings.unwrap_or_default(),
+            [format!(
+                "node-metadata-policy: MutatingPolicy \"m\" not applied: mutations[0]: {why}"
+            )],
+            "{patch_type}"
+        );
+    }
+    // A label value is checked as the short form checks it.
+    let response = run(
+        "binding.json",
+        mutating_policy(json!({"matchConstraints": binding_rules(),
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                "Object{metadata: Object.metadata{labels: {'zone': object.target.name + ' a'}}}"}}]})),
+    );
+    assert!(
+        response.message.as_deref().is_some_and(|m| m.starts_with(
+            "node-metadata-policy: MutatingPolicy \"m\": mutations[0]: label \"zone\": value \"node-1 a\" is not a valid label value"
+        )),
+        "{:?}",
+        response.message
+    );
+}
+
 #[test]
 fn json_patch_applies_in_order_and_must_apply() {
     let policy = |expression: &str| {

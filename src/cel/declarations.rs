@@ -73,19 +73,59 @@ fn context(kyverno: bool) -> impl Iterator<Item = &'static str> {
     CONTEXT.split(' ').chain(extra.split_whitespace())
 }
 
-/// The first name in `expr` that nothing declares, with a message; `kyverno`
-/// for Kyverno's own kinds.
+/// The first name in `expr` that nothing declares, with a message and where
+/// it stands in `source`; `kyverno` for Kyverno's own kinds.
 pub fn undeclared(source: &str, expr: &IdedExpr, kyverno: bool) -> Option<String> {
     let mut bound = Vec::new();
-    let name = first_undeclared(expr, kyverno, &mut bound, false)?;
+    let node = first_undeclared(expr, kyverno, &mut bound, false)?;
+    let Expr::Ident(name) = &node.expr else {
+        return None;
+    };
     let mut message = format!("undeclared reference to '{name}'");
-    if let Some(close) = closest(&name, kyverno) {
+    if let Some(close) = closest(name, context(kyverno)) {
         message.push_str(&format!(" (did you mean '{close}'?)"));
     }
-    Some(match position(source, &name) {
-        Some((line, column)) => format!("line {line}, column {column}: {message}"),
-        None => message,
-    })
+    let located = super::program::positions(source).and_then(|positions| {
+        let mut bound = Vec::new();
+        let node = first_undeclared(&positions.tree, kyverno, &mut bound, false)?;
+        Some(positions.locate(node.id, &|text| text.starts_with(name.as_str()), &message))
+    });
+    Some(located.unwrap_or(message))
+}
+
+/// The first `variables.NAME` in `expr` whose NAME `declared` (the names
+/// under `spec.variables`) lacks, with a message and where it stands.
+pub fn undeclared_variable(source: &str, expr: &IdedExpr, declared: &[&str]) -> Option<String> {
+    let (_, name) = first_undeclared_variable(expr, declared)?;
+    let mut message = format!("variables.{name} is not declared under spec.variables");
+    if let Some(close) = closest(name, declared.iter().copied()) {
+        message.push_str(&format!(" (did you mean 'variables.{close}'?)"));
+    }
+    let located = super::program::positions(source).and_then(|positions| {
+        let (root, _) = first_undeclared_variable(&positions.tree, declared)?;
+        Some(positions.locate(root.id, &|text| text.starts_with("variables"), &message))
+    });
+    Some(located.unwrap_or(message))
+}
+
+/// The `variables` node and the name of the first `variables.NAME` (or
+/// `variables.?NAME`, `variables["NAME"]`) that reads an undeclared NAME.
+fn first_undeclared_variable<'e>(
+    expr: &'e IdedExpr,
+    declared: &[&str],
+) -> Option<(&'e IdedExpr, &'e str)> {
+    if let Some((operand, field)) = super::program::selection(expr)
+        && matches!(&operand.expr, Expr::Ident(name) if name == "variables")
+    {
+        return (!declared.contains(&field)).then_some((operand, field));
+    }
+    let mut found = None;
+    children(expr, &mut |child| {
+        if found.is_none() {
+            found = first_undeclared_variable(child, declared);
+        }
+    });
+    found
 }
 
 fn declared(name: &str, kyverno: bool) -> bool {
@@ -97,18 +137,18 @@ fn declared(name: &str, kyverno: bool) -> bool {
 
 /// Walks `expr` with the comprehension variables in scope in `bound`;
 /// `call_target` when `expr` is what a function is called on.
-fn first_undeclared(
-    expr: &IdedExpr,
+fn first_undeclared<'e>(
+    expr: &'e IdedExpr,
     kyverno: bool,
     bound: &mut Vec<String>,
     call_target: bool,
-) -> Option<String> {
+) -> Option<&'e IdedExpr> {
     match &expr.expr {
         Expr::Ident(name) => {
             let known = declared(name, kyverno)
                 || bound.iter().any(|b| b == name)
                 || (call_target && is_namespace(name));
-            (!known).then(|| name.clone())
+            (!known).then_some(expr)
         }
         Expr::Call(call) => {
             if let Some(target) = &call.target
@@ -155,9 +195,9 @@ fn first_undeclared(
     }
 }
 
-/// A declared context name one or two edits away from `name`.
-fn closest(name: &str, kyverno: bool) -> Option<&'static str> {
-    context(kyverno)
+/// The candidate one or two edits away from `name`, the nearest first.
+fn closest<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> Option<&'c str> {
+    candidates
         .map(|candidate| (edits(name, candidate), candidate))
         .filter(|(distance, _)| *distance <= 2)
         .min_by_key(|(distance, _)| *distance)
@@ -194,101 +234,6 @@ fn edits(a: &str, b: &str) -> usize {
         }
     }
     row.last().copied().unwrap_or_default() / 2
-}
-
-/// Where `name` first stands in `source` as a name nothing binds: outside
-/// string literals, not a field (after `.`) nor a struct's field name, not a
-/// macro's variable nor inside the call that binds it. The parser keeps no
-/// positions, so this reads the text again, with the brackets as scopes.
-/// Line and column from 1.
-fn position(source: &str, name: &str) -> Option<(usize, usize)> {
-    // Per open bracket: the names it binds, and whether it is a struct's.
-    let mut scopes: Vec<(Vec<&str>, bool)> = Vec::new();
-    let mut quoted = super::program::Quoted::default();
-    let mut previous = ' ';
-    let mut last_word = "";
-    let mut at = 0;
-    while let Some(c) = source.get(at..).and_then(|rest| rest.chars().next()) {
-        let next = at + c.len_utf8();
-        if quoted.next(c) {
-            at = next;
-            continue;
-        }
-        match c {
-            '(' => {
-                let binds = if is_macro(last_word) {
-                    variables(source.get(next..).unwrap_or_default())
-                } else {
-                    Vec::new()
-                };
-                scopes.push((binds, false));
-            }
-            '[' => scopes.push((Vec::new(), false)),
-            '{' => scopes.push((Vec::new(), previous == 'a')),
-            ')' | ']' | '}' => {
-                scopes.pop();
-            }
-            _ if c.is_ascii_alphabetic() || c == '_' => {
-                let end = source
-                    .get(at..)?
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .map_or(source.len(), |len| at + len);
-                let word = source.get(at..end)?;
-                let after = source.get(end..).unwrap_or_default().trim_start();
-                let struct_field = after.starts_with(':')
-                    && matches!(previous, '{' | ',')
-                    && scopes.last().is_some_and(|(_, is_struct)| *is_struct);
-                let bound = scopes.iter().any(|(names, _)| names.contains(&word));
-                if word == name && previous != '.' && !struct_field && !bound {
-                    let before = source.get(..at)?;
-                    let line = before.matches('\n').count() + 1;
-                    let line_start = before.rfind('\n').map_or(0, |nl| nl + 1);
-                    let column = before.get(line_start..)?.chars().count() + 1;
-                    return Some((line, column));
-                }
-                last_word = word;
-                previous = 'a';
-                at = end;
-                continue;
-            }
-            _ => {}
-        }
-        if !c.is_whitespace() {
-            previous = c;
-            last_word = "";
-        }
-        at = next;
-    }
-    None
-}
-
-/// The macros that bind variables: the crate's `map` and `filter` (its
-/// `all`, `exists`, `exists_one` are among the comprehensions'), the
-/// rewritten comprehensions and `cel.bind`, and `sortBy`.
-fn is_macro(word: &str) -> bool {
-    matches!(word, "map" | "filter" | "sortBy") || super::comprehensions::named(word)
-}
-
-/// The variables a macro call's arguments, `rest`, start by declaring: one
-/// or two names, each followed by a comma.
-fn variables(rest: &str) -> Vec<&str> {
-    let mut names = Vec::new();
-    let mut rest = rest;
-    while names.len() < 2 {
-        let trimmed = rest.trim_start();
-        let len = trimmed
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(trimmed.len());
-        let (word, after) = trimmed.split_at(len);
-        match after.trim_start().strip_prefix(',') {
-            Some(after) if !word.is_empty() => {
-                names.push(word);
-                rest = after;
-            }
-            _ => break,
-        }
-    }
-    names
 }
 
 #[cfg(test)]
@@ -378,11 +323,42 @@ mod tests {
     }
 
     #[test]
+    fn an_undeclared_variable_is_refused_where_it_stands_with_the_nearest_name() {
+        let declared = ["zone", "node"];
+        for (source, message) in [
+            (
+                "variables.zon",
+                Some(
+                    "line 1, column 1: variables.zon is not declared under spec.variables (did you mean 'variables.zone'?)",
+                ),
+            ),
+            (
+                "Object{metadata: Object.metadata{annotations: {\n  'z': variables.zone,\n  'n': variables.?nodes.orValue('')}}}",
+                Some(
+                    "line 3, column 8: variables.nodes is not declared under spec.variables (did you mean 'variables.node'?)",
+                ),
+            ),
+            (
+                "object.spec.containers.map(c, variables['region'])",
+                Some("line 1, column 31: variables.region is not declared under spec.variables"),
+            ),
+            ("variables.zone + variables.node.metadata.name", None),
+        ] {
+            let compiled = compile(source, "e").unwrap();
+            assert_eq!(
+                undeclared_variable(source, &compiled.expression, &declared).as_deref(),
+                message,
+                "{source}"
+            );
+        }
+    }
+
+    #[test]
     fn edit_distance() {
         assert_eq!(edits("objct", "object"), 1);
         assert_eq!(edits("oldobject", "oldObject"), 0);
         assert_eq!(edits("request", "request"), 0);
         assert_eq!(edits("", "abc"), 3);
-        assert_eq!(closest("zzz", false), None);
+        assert_eq!(closest("zzz", context(false)), None);
     }
 }

@@ -282,6 +282,9 @@ pub(super) fn mutate<'a>(
             }
         };
         let mut current = evaluation.take_object();
+        // What the object's labels and annotations were, to check what
+        // this mutation writes there as the short form's keys are checked.
+        let before = crate::mutation::metadata_maps(&current).map(Option::<&Value>::cloned);
         match field {
             "applyConfiguration" => {
                 if !result.is_object() {
@@ -299,6 +302,13 @@ pub(super) fn mutate<'a>(
                 super::json_patch_mutation::apply(&mut current, patch.0, typed)
                     .map_err(|why| format!("mutations[{i}]: {why}"))?;
             }
+        }
+        // A key or label value the API server would refuse is an error,
+        // which failurePolicy judges, as Kubernetes would refuse the object.
+        if let Some(problem) =
+            crate::mutation::first_metadata_problem(before.each_ref().map(Option::as_ref), &current)
+        {
+            return Err(format!("mutations[{i}]: {problem}"));
         }
         // Later expressions see the object as this mutation left it.
         evaluation.set_object(current, i + 1 < policy.spec.mutations.len())?;

@@ -30,6 +30,7 @@ mod extension_macros;
 mod json_patch_mutation;
 pub mod libraries;
 pub mod matching;
+mod metadata_literals;
 #[cfg(test)]
 mod patch_conformance;
 pub mod program;
@@ -103,6 +104,9 @@ pub struct CelPolicy {
     pub at: String,
     pub spec: CelSpec,
     pub failure_policy: FailurePolicy,
+    /// Whether the document or the settings gave `failurePolicy` (else
+    /// `failure_policy` is the kinds' default, `Fail`).
+    pub failure_policy_given: bool,
     /// A MutatingAdmissionPolicy's parameters, given inline.
     pub params: Option<Value>,
     /// A NamespacedMutatingPolicy applies only in its namespace.
@@ -444,6 +448,7 @@ impl CelPolicy {
             name: name.unwrap_or_default(),
             at: at.to_string(),
             failure_policy: spec.failure_policy.unwrap_or(FailurePolicy::Fail),
+            failure_policy_given: spec.failure_policy.is_some(),
             spec,
             params,
             namespace,
@@ -560,6 +565,31 @@ impl CelPolicy {
             )
     }
 
+    /// Whether `matchConstraints` select the scheduler's `CREATE
+    /// pods/binding` (resource names aside: a policy for some Pods stalls
+    /// their scheduling as well).
+    pub fn matches_bindings(&self) -> bool {
+        let Some(constraints) = &self.spec.match_constraints else {
+            return false;
+        };
+        let binding = |name: &str| matching::RequestInfo {
+            operation: "CREATE".to_string(),
+            group: String::new(),
+            version: "v1".to_string(),
+            resource: "pods".to_string(),
+            sub_resource: "binding".to_string(),
+            name: name.to_string(),
+            namespace: self
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+        };
+        constraints.resource_rules.iter().any(|rule| {
+            let names = rule.resource_names.first().map_or("", String::as_str);
+            matching::rules_match(constraints, &binding(names))
+        })
+    }
+
     /// `targetMatchConstraints.expression`, where given.
     pub fn target_expression(&self) -> Option<&str> {
         self.spec
@@ -590,12 +620,14 @@ impl CelPolicy {
         for (place, source) in self.sources() {
             let at = self.path(place);
             let compiled = program::compile(source, &at)?;
-            for name in &compiled.variables {
-                if !declared.contains(&name.as_str()) {
-                    return Err(format!(
-                        "{at}: variables.{name} is not declared under spec.variables"
-                    ));
-                }
+            if compiled
+                .variables
+                .iter()
+                .any(|name| !declared.contains(&name.as_str()))
+                && let Some(why) =
+                    declarations::undeclared_variable(source, &compiled.expression, &declared)
+            {
+                return Err(format!("{at}: {why}"));
             }
             for (library, why) in UNAVAILABLE {
                 if compiled.libraries.contains(*library) {
@@ -666,6 +698,11 @@ impl CelPolicy {
             .map_err(|why| format!("{at}: {why}"))?;
             if let Some(why) = result_types::mismatch(place, &ty)
                 .or_else(|| result_types::misnamed(place, &compiled.expression))
+            {
+                return Err(format!("{at}: {why}"));
+            }
+            if let Place::Mutation(..) = place
+                && let Some(why) = metadata_literals::refused(source, &compiled.expression)
             {
                 return Err(format!("{at}: {why}"));
             }

@@ -41,7 +41,7 @@ fn depth(expr: &IdedExpr, at: usize) -> usize {
 }
 
 /// Calls `f` on each direct subexpression.
-pub(crate) fn children(expr: &IdedExpr, f: &mut dyn FnMut(&IdedExpr)) {
+pub(crate) fn children<'e>(expr: &'e IdedExpr, f: &mut dyn FnMut(&'e IdedExpr)) {
     match &expr.expr {
         Expr::Call(call) => {
             call.target.iter().for_each(|t| f(t));
@@ -160,6 +160,69 @@ pub struct ReadUses {
     pub whole: bool,
 }
 
+thread_local! {
+    /// One parser for every expression of an evaluation: making one is a
+    /// sixth of what parsing a short expression costs.
+    static PARSER: PrattParser = PrattParser::new()
+        .enable_optional_syntax(true)
+        // Backquoted field names (`` m.`content-type` ``, cel-go 0.22+).
+        .enable_ident_escape_syntax(true)
+        .max_recursion_depth(MAX_NESTING as u16 * 2)
+        .max_expression_node_count(MAX_NODES);
+}
+
+/// Where the nodes of an expression's tree stand in its text, by node id, as
+/// the crate's parser records them while it builds the tree. For messages at
+/// load, never per request.
+pub struct Positions<'s> {
+    source: &'s str,
+    /// The crate parser's tree of the expression, rewritten as [`compile`]
+    /// rewrites it (the subset parser numbers its nodes otherwise): look the
+    /// node up here, then its position by its id.
+    pub tree: IdedExpr,
+    info: std::sync::Arc<::cel::common::ast::SourceInfo>,
+}
+
+/// The positions of `source`'s nodes, for a `source` that compiles. The
+/// crate hands its record of offsets out only with a parse error, so the text
+/// is parsed twice: once as it is, for the tree, and once with one token past
+/// its end, which builds the same tree node for node and id for id up to that
+/// token, and then fails with the record.
+pub fn positions(source: &str) -> Option<Positions<'_>> {
+    let mut tree = PARSER.with(|parser| parser.clone().parse(source)).ok()?;
+    super::comprehensions::expand(&mut tree).ok()?;
+    let extended = format!("{source}\n)");
+    let errors = PARSER
+        .with(|parser| parser.clone().parse(&extended))
+        .err()?;
+    let info = errors.errors.into_iter().find_map(|e| e.source_info)?;
+    Some(Positions { source, tree, info })
+}
+
+impl Positions<'_> {
+    /// `line L, column C: {message}` where the node `id` starts (line and
+    /// column from 1, in characters), when the parser recorded it and the
+    /// text there is as `expected` says (a check that the record and the
+    /// tree agree); else the message alone.
+    pub fn locate(&self, id: u64, expected: &dyn Fn(&str) -> bool, message: &str) -> String {
+        let start = self
+            .info
+            .offset_for(id)
+            .and_then(|(start, _)| usize::try_from(start).ok());
+        let before = start.and_then(|start| {
+            let before = self.source.get(..start)?;
+            expected(self.source.get(start..)?).then_some(before)
+        });
+        let Some(before) = before else {
+            return message.to_string();
+        };
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |nl| nl + 1);
+        let column = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
+        format!("line {line}, column {column}: {message}")
+    }
+}
+
 /// Why an expression was refused; `at` is its path in the settings.
 pub fn compile(source: &str, at: &str) -> Result<Compiled, String> {
     compile_at(source, &at)
@@ -181,16 +244,6 @@ pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, 
         return Err(format!(
             "{at}: line {line}, column {column}: brackets nested more than {MAX_NESTING} deep"
         ));
-    }
-    // One parser for every expression of an evaluation: making one is a
-    // sixth of what parsing a short expression costs.
-    thread_local! {
-        static PARSER: PrattParser = PrattParser::new()
-            .enable_optional_syntax(true)
-            // Backquoted field names (`` m.`content-type` ``, cel-go 0.22+).
-            .enable_ident_escape_syntax(true)
-            .max_recursion_depth(MAX_NESTING as u16 * 2)
-            .max_expression_node_count(MAX_NODES);
     }
     // Most expressions are in the subset read without the crate's parser
     // (the same tree, a sixth of the cost): the crate parses the rest.
@@ -338,7 +391,7 @@ struct Reads<'r> {
 
 /// A field selection, plain (`a.b`, `has(a.b)`) or optional (`a.?b`), or an
 /// index by a string literal (`m["k"]`, `m[?"k"]`): its operand and field.
-fn selection(expr: &IdedExpr) -> Option<(&IdedExpr, &str)> {
+pub(super) fn selection(expr: &IdedExpr) -> Option<(&IdedExpr, &str)> {
     use ::cel::common::ast::operators::{INDEX, OPT_INDEX, OPT_SELECT};
     match &expr.expr {
         Expr::Select(select) => Some((&select.operand, select.field.as_str())),

@@ -1109,6 +1109,24 @@ mod point8_failure_policy {
         assert!(!response.accepted);
         assert!(response.message.unwrap().contains("rule \"broken\""));
     }
+
+    /// A key the API server would refuse is left out with a warning that
+    /// names the rule (issue 34: it said "rules'" whatever the language),
+    /// and a map nothing valid went into is not created: no empty patch.
+    #[test]
+    fn an_invalid_key_is_left_out_naming_the_rule_and_no_empty_map_is_sent() {
+        let settings = json!({"rules": [{"name": "r", "match": binding_match(),
+            "mutate": {"patchStrategicMerge": {"metadata": {"labels": {"{{ request.object.target.name }} zone": "x"}}}}}]});
+        let response = run("binding.json", settings);
+        assert!(response.accepted);
+        assert_eq!(response.mutated_object, None);
+        assert_eq!(
+            response.warnings.unwrap_or_default(),
+            [
+                "node-metadata-policy: rule \"r\": labels change not applied: label \"node-1 zone\" is not a valid key: name part \"node-1 zone\" may contain only letters, digits, '-', '_' and '.'"
+            ]
+        );
+    }
 }
 
 /// 9. What admission cannot do is refused at load time, naming the field.

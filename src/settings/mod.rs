@@ -355,6 +355,25 @@ impl PolicyPlan {
         {
             warnings.push("settings: these settings copy nothing and run no rules, so the policy changes nothing (an empty `copy` or `rules` list means nothing; leave both out for the zone and region default)".to_string());
         }
+        for policy in self
+            .rule_groups
+            .iter()
+            .filter_map(|group| group.cel.as_deref())
+        {
+            // Kyverno's and Kubernetes' default for these kinds is Fail: on
+            // bindings, a Node that cannot be read then stops scheduling. (A
+            // mutateExisting policy on the Pod being bound reads the Pod and
+            // the Node in its run over the Pod, whose failures leave the
+            // Binding as it is.)
+            if !policy.failure_policy_given && !policy.bound_pod && policy.matches_bindings() {
+                warnings.push(format!(
+                    "{}.spec.failurePolicy: {} {:?} matches pods/binding and sets no failurePolicy, so it gets Fail, the default of its kind: a Node that cannot be read (or any other error) rejects the Binding, the scheduler retries, and Pods stay pending; set `failurePolicy: Ignore` to schedule them without the metadata, or `failurePolicy: Fail` to keep this",
+                    policy.at,
+                    policy.kind.name(),
+                    policy.name,
+                ));
+            }
+        }
         for rule in &self.copy {
             // Keys under kubernetes.io/ and k8s.io/ are written only by an
             // entry that spells that prefix out; a glob that does not can
@@ -372,9 +391,12 @@ impl PolicyPlan {
     }
 }
 
-/// The group a CEL policy document makes.
-fn cel_group(mut policy: Box<CelPolicy>, failure_policy: FailurePolicy) -> RuleGroup {
+/// The group a CEL policy document makes; `given`, the document's or the
+/// settings' `failurePolicy`, else the kinds' default, `Fail`.
+fn cel_group(mut policy: Box<CelPolicy>, given: Option<FailurePolicy>) -> RuleGroup {
+    let failure_policy = given.unwrap_or(FailurePolicy::Fail);
     policy.failure_policy = failure_policy;
+    policy.failure_policy_given = given.is_some();
     RuleGroup {
         count: 0,
         failure_policy,
@@ -535,15 +557,15 @@ impl Settings {
                 },
             )),
             (None, Some(Document::Cel(policy)), None) => {
-                failure_policy = match (self.failure_policy, policy.spec.failure_policy) {
+                let given = match (self.failure_policy, policy.spec.failure_policy) {
                     (Some(a), Some(b)) if a != b => {
                         return Err("settings.failurePolicy: contradicts the pasted policy's spec.failurePolicy; keep one".to_string());
                     }
-                    (Some(policy), _) | (None, Some(policy)) => policy,
-                    // Kyverno's and Kubernetes' default for these kinds.
-                    (None, None) => FailurePolicy::Fail,
+                    (settings, document) => settings.or(document),
                 };
-                sources.push((String::new(), Vec::new(), cel_group(policy, failure_policy)));
+                // Kyverno's and Kubernetes' default for these kinds.
+                failure_policy = given.unwrap_or(FailurePolicy::Fail);
+                sources.push((String::new(), Vec::new(), cel_group(policy, given)));
             }
             (None, Some(Document::Exception(_)), None) => {
                 return Err("settings.kind: a PolicyException on its own exempts nothing; put it under `policies`, beside the policies it names".to_string());
@@ -578,16 +600,8 @@ impl Settings {
                             continue;
                         }
                         Document::Cel(policy) => {
-                            let group_failure_policy = policy
-                                .spec
-                                .failure_policy
-                                .or(self.failure_policy)
-                                .unwrap_or(FailurePolicy::Fail);
-                            sources.push((
-                                String::new(),
-                                Vec::new(),
-                                cel_group(policy, group_failure_policy),
-                            ));
+                            let given = policy.spec.failure_policy.or(self.failure_policy);
+                            sources.push((String::new(), Vec::new(), cel_group(policy, given)));
                             continue;
                         }
                         Document::Kyverno(document) => document,
