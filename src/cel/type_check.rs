@@ -671,7 +671,10 @@ fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty>, Ty)>> {
 }
 
 /// Where `anchor` stands in `source`, outside quoted text, when it stands
-/// there once (line and column from 1): the parsers keep no positions.
+/// there once (line and column from 1). This still reads the text: the
+/// check's errors name an anchor, not a node, so the parser's positions by
+/// node id ([`super::program::positions`], which undeclared names and
+/// literal metadata keys use) do not reach them yet.
 fn position(source: &str, anchor: &Anchor) -> Option<(usize, usize)> {
     let (text, is_name) = match anchor {
         Anchor::Name(name) => (name.as_str(), true),
