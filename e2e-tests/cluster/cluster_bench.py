@@ -1,14 +1,17 @@
 """`make cluster-bench`: what users feel, scheduling with the policy. N Pods
-created at once over M Nodes (copies of the realistic 19 KB Node), bound by
-the real scheduler through policy-server as the webhook, with: no webhook,
-the floor policy (reads the Node, writes two annotations, checks nothing),
-the default settings, Kyverno's mutate-pod-binding sample and the README's
-MutatingPolicy. The setups take turns, round after round, in one run.
+over M Nodes (copies of the realistic 19 KB Node), bound by the real
+scheduler through policy-server as the webhook, with: no webhook, the floor
+policy (reads the Node, writes two annotations, checks nothing), the default
+settings, Kyverno's mutate-pod-binding sample and the README's MutatingPolicy.
+The setups take turns, round after round, in one run.
 
-For each Pod: creation (its POST answered) to bound (the watch event that
-shows its nodeName), on this client's clock. Throughput: Pods over the time
-from the first creation to the last binding. Each row's ratio is to the rows
-without a webhook of the same run.
+Each round creates the N Pods first, selecting a Node label no Node has yet
+(each creation goes through the webhook's `pods` CREATE rule: Pods created a
+second), then gives every Node that label at once. From that moment, each
+Pod's time to bound (the watch event that shows its nodeName, on this
+client's clock), and Pods bound a second until the last is bound (each
+binding goes through the `pods/binding` rule). Each row's ratio is to the
+rows without a webhook of the same run.
 
 The scheduler's client limit is raised (qps and burst 5,000) so that the API
 server, the scheduler and the webhook set the pace, not the default 50
@@ -64,21 +67,27 @@ class Connection:
         self.host, self.port = plane.server.replace("https://", "").split(":")
         self.context = plane.admin.context
 
-    def post(self, path, body):
+    def send(self, method, path, body, content_type="application/json"):
         conn = getattr(self.local, "conn", None)
         if conn is None:
             conn = self.local.conn = http.client.HTTPSConnection(self.host, int(self.port), context=self.context,
                                                                  timeout=60)
-        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        conn.request(method, path, json.dumps(body), {"Content-Type": content_type})
         resp = conn.getresponse()
         data = resp.read()
         if resp.status >= 300:
-            raise RuntimeError(f"POST {path}: {resp.status} {data[:300]}")
-        return time.monotonic()
+            raise RuntimeError(f"{method} {path}: {resp.status} {data[:300]}")
+
+    def post(self, path, body):
+        self.send("POST", path, body)
+
+    def patch(self, path, body):
+        self.send("PATCH", path, body, "application/merge-patch+json")
 
 
-def watch_bindings(plane, namespace, expected, bound, stop, ready):
-    """Records the monotonic time each Pod of `namespace` is first seen with a nodeName."""
+def watch_bindings(plane, namespace, expected, bound, stop, ready, prefix="p"):
+    """Records the monotonic time each Pod of `namespace` whose name starts
+    with `prefix` is first seen with a nodeName."""
     host, port = plane.server.replace("https://", "").split(":")
     conn = http.client.HTTPSConnection(host, int(port), context=plane.admin.context, timeout=300)
     conn.request("GET", f"/api/v1/namespaces/{namespace}/pods?watch=1&allowWatchBookmarks=false")
@@ -97,38 +106,98 @@ def watch_bindings(plane, namespace, expected, bound, stop, ready):
             event = json.loads(line)
             obj = event.get("object", {})
             name = obj.get("metadata", {}).get("name")
-            if obj.get("spec", {}).get("nodeName") and name not in bound:
+            if obj.get("spec", {}).get("nodeName") and name not in bound and name.startswith(prefix):
                 bound[name] = (time.monotonic(), ZONE in obj["metadata"].get("annotations", {}))
     conn.close()
 
 
-def one_round(cluster, connection, setup, index, pods, threads):
+RELEASE_LABEL = "example.com/bench-round"
+
+
+def one_round(cluster, connection, setup, index, pods, threads, single):
+    """Creates `pods` Pods that select a Node label no Node has yet (each
+    creation passes the webhook's `pods` CREATE rule), then gives every Node
+    that label at once and times the scheduler binding them all (each binding
+    passes the webhook's `pods/binding` rule)."""
     namespace = f"bench-{setup}-{index}"
     cluster.ensure_namespace(namespace, labels={"bench-setup": setup})
+    spec = clusters.pod_spec(node_selector={RELEASE_LABEL: namespace})
+
+    def create(i):
+        connection.post(f"/api/v1/namespaces/{namespace}/pods", clusters.pod(f"p{i}", spec))
+
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(create, range(pods)))
+    created_per_second = pods / (time.monotonic() - t0)
+
     bound, stop, ready = {}, threading.Event(), threading.Event()
     watcher = threading.Thread(target=watch_bindings, args=(cluster.plane, namespace, pods, bound, stop, ready))
     watcher.start()
     ready.wait(10)
-    created = {}
-    spec = clusters.pod_spec()
+    time.sleep(1)  # every Pod has been tried once and waits as unschedulable
 
-    def create(i):
-        name = f"p{i}"
-        created[name] = connection.post(f"/api/v1/namespaces/{namespace}/pods", clusters.pod(name, spec))
+    def release(node):
+        connection.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {RELEASE_LABEL: namespace}}})
 
+    cpu_before = cpu_seconds(cluster)
+    released = time.monotonic()
     with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(create, range(pods)))
+        list(pool.map(release, [n for n in cluster.nodes if n != "node-bare"]))
     watcher.join(timeout=300)
     stop.set()
-    latencies = sorted(bound[n][0] - created[n] for n in created if n in bound)
-    with_zone = sum(1 for n in bound if bound[n][1])
-    first, last = min(created.values()), max((t for t, _ in bound.values()), default=time.monotonic())
+    cpu = {name: (after - cpu_before.get(name, 0.0)) * 1000 / pods for name, after in cpu_seconds(cluster).items()}
+    alone = one_at_a_time(cluster, connection, namespace, single)
+    latencies = sorted(t - released for t, _ in bound.values())
+    with_zone = sum(1 for _, zoned in bound.values() if zoned)
+    last = max((t for t, _ in bound.values()), default=time.monotonic())
     result = {"setup": setup, "round": index, "pods": pods, "bound": len(bound), "with_zone": with_zone,
-              "seconds": last - first, "per_second": len(bound) / (last - first),
-              "p50_ms": 1000 * percentile(latencies, 50), "p99_ms": 1000 * percentile(latencies, 99)}
+              "created_per_second": created_per_second, "seconds": last - released,
+              "per_second": len(bound) / (last - released),
+              "p50_ms": 1000 * percentile(latencies, 50), "p99_ms": 1000 * percentile(latencies, 99),
+              "cpu_ms_per_pod": cpu, "alone_ms": alone}
     cluster.admin.request("DELETE", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0")
     cluster.admin.delete(f"/api/v1/namespaces/{namespace}")
     return result
+
+
+def one_at_a_time(cluster, connection, namespace, count):
+    """Milliseconds from sending each of `count` Pods, one after another, to
+    seeing it bound: a Pod's own wait, without a queue in front of it."""
+    bound, stop, ready = {}, threading.Event(), threading.Event()
+    watcher = threading.Thread(target=watch_bindings,
+                               args=(cluster.plane, namespace, count, bound, stop, ready, "alone-"))
+    watcher.start()
+    ready.wait(10)
+    times = []
+    for i in range(count):
+        name = f"alone-{i}"
+        t0 = time.monotonic()
+        connection.post(f"/api/v1/namespaces/{namespace}/pods", clusters.pod(name, clusters.pod_spec()))
+        deadline = t0 + 30
+        while name not in bound and time.monotonic() < deadline:
+            time.sleep(0.001)
+        if name in bound:
+            times.append(1000 * (bound[name][0] - t0))
+    stop.set()
+    watcher.join(timeout=10)
+    return sorted(times)
+
+
+def cpu_seconds(cluster):
+    """CPU seconds (user and system) each process has used so far."""
+    found = {}
+    processes = [(os.path.basename(p.args[0]), p.pid) for p in cluster.plane.processes]
+    if cluster.policy_server.process:
+        processes.append(("policy-server", cluster.policy_server.process.pid))
+    for name, pid in processes:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            found[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return found
 
 
 def percentile(values, p):
@@ -149,6 +218,7 @@ def main():
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=8, help="concurrent Pod creations")
+    parser.add_argument("--alone", type=int, default=40, help="Pods sent one at a time after each burst")
     parser.add_argument("--json", help="write every round's figures here")
     args = parser.parse_args()
     missing = [t for t in ("go", "policy-server", "openssl") if not shutil.which(t)]
@@ -173,13 +243,14 @@ def main():
         cluster.install_webhooks(list(policies.values()))
         connection = Connection(cluster.plane)
         # A warm-up round of the default settings: connections, caches, JIT-free wasm instances.
-        one_round(cluster, connection, "default", 0, min(100, args.pods), args.threads)
+        one_round(cluster, connection, "default", 0, min(100, args.pods), args.threads, 5)
         for r in range(1, args.rounds + 1):
             order = SETUPS[r % len(SETUPS):] + SETUPS[:r % len(SETUPS)]
             for setup in order:
-                result = one_round(cluster, connection, setup, r, args.pods, args.threads)
+                result = one_round(cluster, connection, setup, r, args.pods, args.threads, args.alone)
                 results.append(result)
-                print(f"round {r} {setup:16} {result['bound']}/{result['pods']} bound "
+                print(f"round {r} {setup:16} created at {result['created_per_second']:.0f}/s; "
+                      f"{result['bound']}/{result['pods']} bound "
                       f"({result['with_zone']} with the zone) in {result['seconds']:.2f} s: "
                       f"{result['per_second']:.0f}/s, p50 {result['p50_ms']:.0f} ms, p99 {result['p99_ms']:.0f} ms")
                 sys.stdout.flush()
@@ -200,18 +271,40 @@ def print_table(results, args):
     base = [r for r in results if r["setup"] == "none"]
     base_rate = statistics.median(r["per_second"] for r in base)
     base_p99 = statistics.median(r["p99_ms"] for r in base)
-    print(f"\n{args.pods} Pods at once over {args.nodes} Nodes, {args.rounds} rounds each, medians:")
-    print("| setup | Pods bound/s | vs no webhook | p50 ms | p99 ms | p99 added ms | bound with the zone |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    base_created = statistics.median(r["created_per_second"] for r in base)
+    print(f"\n{args.pods} Pods released at once over {args.nodes} Nodes, {args.rounds} rounds each, medians:")
+    print("| setup | Pods bound/s | vs no webhook | p50 ms | p99 ms | p99 added ms | bound with the zone "
+          "| Pods created/s (vs no webhook) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    components = ["kube-apiserver", "etcd", "kube-scheduler", "policy-server"]
+    cpu_rows = []
     for setup in SETUPS:
         rows = [r for r in results if r["setup"] == setup]
+        cpu_rows.append((setup, [statistics.median(r["cpu_ms_per_pod"].get(c, 0.0) for r in rows)
+                                 for c in components]))
         rate = statistics.median(r["per_second"] for r in rows)
         p50 = statistics.median(r["p50_ms"] for r in rows)
         p99 = statistics.median(r["p99_ms"] for r in rows)
         zoned = sum(r["with_zone"] for r in rows)
         total = sum(r["pods"] for r in rows)
+        created = statistics.median(r["created_per_second"] for r in rows)
         print(f"| {setup} | {rate:.0f} | {rate / base_rate:.2f}x | {p50:.0f} | {p99:.0f} | "
-              f"{p99 - base_p99:+.0f} | {zoned}/{total} |")
+              f"{p99 - base_p99:+.0f} | {zoned}/{total} | {created:.0f} ({created / base_created:.2f}x) |")
+
+    alone = {setup: sorted(t for r in results if r["setup"] == setup for t in r["alone_ms"]) for setup in SETUPS}
+    print(f"\nOne Pod at a time ({args.alone} a round), from sending it to seeing it bound, all rounds:")
+    print("| setup | p50 ms | p99 ms | p50 added ms | p99 added ms |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for setup in SETUPS:
+        p50, p99 = percentile(alone[setup], 50), percentile(alone[setup], 99)
+        print(f"| {setup} | {p50:.1f} | {p99:.1f} | {p50 - percentile(alone['none'], 50):+.1f} | "
+              f"{p99 - percentile(alone['none'], 99):+.1f} |")
+
+    print("\nCPU milliseconds per Pod while the Pods are bound, medians:")
+    print("| setup | " + " | ".join(components) + " |")
+    print("| --- |" + " ---: |" * len(components))
+    for setup, values in cpu_rows:
+        print(f"| {setup} | " + " | ".join(f"{v:.2f}" for v in values) + " |")
 
 
 if __name__ == "__main__":
