@@ -46,6 +46,10 @@ def policy_for(name, settings, namespace, rules=None, resources=None, webhook_fa
     spec["settings"] = settings
     if rules is not None:
         spec["rules"] = rules
+        # The example's match condition is about its own rules (Bindings and
+        # placed Pods); settings on other requests go without it, as the
+        # recipes do.
+        spec.pop("matchConditions", None)
     if resources is not None:
         spec["contextAwareResources"] = resources
     if webhook_failure is not None:
@@ -135,7 +139,9 @@ class Scenario:
         self.extra_rbac = extra_rbac
         self.placed_on = placed_on
         self.about = about or (f"e2e case {case}" if case else "")
-        if rules is None:
+        if rules == "example":
+            rules = None  # the example's own rules and match condition
+        elif rules is None:
             rules = POD_RULES if workload == "placed-pod" else BINDING_RULES if workload == "deployment" else None
         self.policy = policy_for(name, settings, name, rules=rules, resources=resources)
 
@@ -155,9 +161,9 @@ def pod_reader_rbac(resources, namespace=None):
 def scenarios():
     example_settings = BASE_POLICY["spec"]["settings"]
     return [
-        Scenario("default", settings={}, expect=zone_region_annotations,
+        Scenario("default", settings={}, expect=zone_region_annotations, rules="example",
                  about="no settings: zone and region become annotations"),
-        Scenario("short-form", settings=example_settings, expect=short_form_example,
+        Scenario("short-form", settings=example_settings, expect=short_form_example, rules="example",
                  about="examples/cluster-admission-policy.yaml as given"),
         Scenario("kyverno-mutate-pod-binding", case="kyverno_mutate_pod_binding", expect=kyverno_zone_or_empty),
         Scenario("kyverno-add-node-labels-pod", case="kyverno_add_node_labels_pod", expect=kyverno_foo_label),
@@ -171,7 +177,7 @@ def scenarios():
         Scenario("recipe-4-cel", case="cel_recipe_placed_pod_instance_rack_owner",
                  expect=cel_placed_instance_rack_owner, workload="placed-pod", placed_on="node-1"),
         Scenario("placed-default", case="placed_pod_default_settings", expect=zone_region_annotations,
-                 workload="placed-pod", placed_on="node-2"),
+                 workload="placed-pod", placed_on="node-2", rules="example"),
         Scenario("recipe-5-cel", case="cel_mutate_existing_bound_pod", expect=zone_label_and_annotation,
                  extra_rbac=pod_reader_rbac(["pods"])),
         Scenario("recipe-3", case="recipe_node_pool_labels", workload="node", rules=NODE_RULES,
@@ -374,21 +380,26 @@ def release(cluster, fault, window, checks, expect):
 
 
 def create_during(cluster, fault, checks, expect):
-    """Creates a new Pod in each fault namespace during the fault (the webhook
-    also takes `pods` CREATE). `expect(webhook failurePolicy)` is "created" or
-    "refused". Returns {namespace: (outcome, seconds the create took, message)}."""
+    """Creates two Pods in each fault namespace during the fault: one without
+    a Node, which the example's match condition keeps away from the webhook,
+    and one with spec.nodeName, which goes through it. `expect(webhook
+    failurePolicy)` is "created" or "refused" for the placed one. Returns
+    {namespace: {pod: (outcome, seconds the create took, message)}}."""
     found = {}
     for ns, policy_fp, webhook_fp in FAULT_MATRIX:
-        t0 = time.time()
-        try:
-            cluster.admin.create(f"/api/v1/namespaces/{ns}/pods",
-                                 clusters.pod(f"{fault}-new", clusters.pod_spec(node_selector={FAULT_LABEL: "none"})))
-            found[ns] = ("created", time.time() - t0, "")
-        except control_plane.ApiError as e:
-            found[ns] = ("refused", time.time() - t0, json.loads(e.body).get("message", e.body)[:400])
-        want = expect(webhook_fp)
-        checks.check(f"{fault}: webhook {webhook_fp}: a new Pod is {want}", found[ns][0] == want,
-                     f"{found[ns][0]} after {found[ns][1]:.1f} s: {found[ns][2]}")
+        found[ns] = {}
+        for kind, spec, want in (
+                ("unplaced", clusters.pod_spec(node_selector={FAULT_LABEL: "none"}), "created"),
+                ("placed", dict(clusters.pod_spec(), nodeName="node-3"), expect(webhook_fp))):
+            t0 = time.time()
+            try:
+                cluster.admin.create(f"/api/v1/namespaces/{ns}/pods", clusters.pod(f"{fault}-{kind}", spec))
+                outcome = ("created", time.time() - t0, "")
+            except control_plane.ApiError as e:
+                outcome = ("refused", time.time() - t0, json.loads(e.body).get("message", e.body)[:400])
+            found[ns][kind] = outcome
+            checks.check(f"{fault}: webhook {webhook_fp}: a new {kind} Pod is {want}", outcome[0] == want,
+                         f"{outcome[0]} after {outcome[1]:.1f} s: {outcome[2]}")
     return found
 
 
