@@ -382,15 +382,16 @@ def release(cluster, fault, window, checks, expect):
 def create_during(cluster, fault, checks, expect):
     """Creates two Pods in each fault namespace during the fault: one without
     a Node, which the example's match condition keeps away from the webhook,
-    and one with spec.nodeName, which goes through it. `expect(webhook
-    failurePolicy)` is "created" or "refused" for the placed one. Returns
+    and one with spec.nodeName, which goes through it. `expect(policy
+    failurePolicy, webhook failurePolicy)` is "created" or "refused" for the
+    placed one. Returns
     {namespace: {pod: (outcome, seconds the create took, message)}}."""
     found = {}
     for ns, policy_fp, webhook_fp in FAULT_MATRIX:
         found[ns] = {}
         for kind, spec, want in (
                 ("unplaced", clusters.pod_spec(node_selector={FAULT_LABEL: "none"}), "created"),
-                ("placed", dict(clusters.pod_spec(), nodeName="node-3"), expect(webhook_fp))):
+                ("placed", dict(clusters.pod_spec(), nodeName="node-3"), expect(policy_fp, webhook_fp))):
             t0 = time.time()
             try:
                 cluster.admin.create(f"/api/v1/namespaces/{ns}/pods", clusters.pod(f"{fault}-{kind}", spec))
@@ -398,7 +399,8 @@ def create_during(cluster, fault, checks, expect):
             except control_plane.ApiError as e:
                 outcome = ("refused", time.time() - t0, json.loads(e.body).get("message", e.body)[:400])
             found[ns][kind] = outcome
-            checks.check(f"{fault}: webhook {webhook_fp}: a new {kind} Pod is {want}", outcome[0] == want,
+            checks.check(f"{fault}: policy {policy_fp}, webhook {webhook_fp}: a new {kind} Pod is {want}",
+                         outcome[0] == want,
                          f"{outcome[0]} after {outcome[1]:.1f} s: {outcome[2]}")
     return found
 
@@ -430,7 +432,8 @@ def run_faults(cluster, checks, positive_policies, report):
     window = 3 * timeout + 5
     on_policy = lambda pfp, wfp: "bound" if pfp == "Ignore" else "pending"  # noqa: E731
     on_webhook = lambda pfp, wfp: "bound" if wfp == "Ignore" else "pending"  # noqa: E731
-    create_on_webhook = lambda wfp: "created" if wfp == "Ignore" else "refused"  # noqa: E731
+    create_on_policy = lambda pfp, wfp: "created" if pfp == "Ignore" else "refused"  # noqa: E731
+    create_on_webhook = lambda pfp, wfp: "created" if wfp == "Ignore" else "refused"  # noqa: E731
 
     # 1. The RBAC grant of examples/rbac.yaml removed: policy-server cannot read Nodes.
     binding = next(o for o in cluster.rbac if o["kind"] == "ClusterRoleBinding"
@@ -440,9 +443,10 @@ def run_faults(cluster, checks, positive_policies, report):
     time.sleep(6)  # past policy-server's 5 s cache of Node reads
     bound = release(cluster, "no-rbac", window, checks, on_policy)
     denied = cluster.events_for("fault-policy-fail-webhook-fail", "no-rbac")
+    created = create_during(cluster, "no-rbac", checks, create_on_policy)
     cluster.admin.apply(binding)
     rec = recovery(cluster, "no-rbac", bound)
-    report["RBAC grant removed"] = {"bound after (s)": bound, "scheduler events": denied[:2],
+    report["RBAC grant removed"] = {"bound after (s)": bound, "scheduler events": denied[:2], "new Pods": created,
                                     "bound after the grant came back (s)": rec}
     checks.check("no-rbac: the pending Pods are bound once the grant is back",
                  all(ns in rec for ns, s in bound.items() if s is None), json.dumps(rec))
