@@ -19,6 +19,16 @@ sys.path.insert(0, os.path.join(HERE, "..", "load"))
 from harness import free_port, stop  # noqa: E402  (the load tests' process helpers)
 
 
+def die_with_parent():
+    """For Popen's preexec_fn: the child is killed if this process dies first,
+    even by SIGKILL, so that no component outlives a test run (SIGKILL: a
+    kube-apiserver that lost etcd does not finish a graceful shutdown)."""
+    import ctypes
+    import signal
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def build_binaries():
     """The folder holding etcd, kube-apiserver, kube-scheduler and
     kube-controller-manager (built on first use, then reused)."""
@@ -196,7 +206,8 @@ class ControlPlane:
         log_path = os.path.join(self.work, f"{name}.log")
         log = open(log_path, "w")
         self.logs[name] = log_path
-        proc = subprocess.Popen([self.binary(name), *args], stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen([self.binary(name), *args], stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                                preexec_fn=die_with_parent)
         self.processes.append(proc)
         return proc
 

@@ -22,6 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "load"))
 from harness import free_port, wait_for  # noqa: E402
 
+import control_plane  # noqa: E402
+
 # The namespace policy-server is deployed in: the controller always keeps
 # its webhooks out of it.
 KUBEWARDEN_NAMESPACE = "kubewarden"
@@ -116,7 +118,7 @@ class PolicyServer:
              "--cert-file", self.cert[0], "--key-file", self.cert[1],
              "--policies-download-dir", os.path.join(self.work, "downloads"),
              "--sigstore-cache-dir", os.path.join(self.work, "sigstore"), "--log-level", "warn"],
-            env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+            env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL, preexec_fn=control_plane.die_with_parent)
         return wait_for(f"http://127.0.0.1:{ready_port}/readiness", ready_seconds, self.process)
 
     def pause(self):
