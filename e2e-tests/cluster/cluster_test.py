@@ -82,6 +82,11 @@ def short_form_example(pod, node):
     return want, {}
 
 
+def rack_labels_both(pod, node):
+    racks = {k: v for k, v in node["metadata"].get("labels", {}).items() if k.startswith("rack.example.com/")}
+    return racks, racks
+
+
 def kyverno_zone_or_empty(pod, node):
     return {ZONE: node["metadata"].get("labels", {}).get(ZONE) or "empty"}, {}
 
@@ -165,6 +170,9 @@ def scenarios():
                  about="no settings: zone and region become annotations"),
         Scenario("short-form", settings=example_settings, expect=short_form_example, rules="example",
                  about="examples/cluster-admission-policy.yaml as given"),
+        Scenario("short-form-labels", settings={"copy": [{"label": "rack.example.com/*", "to": "both"}]},
+                 expect=rack_labels_both, rules="example",
+                 about="a glob to annotations and labels: Binding labels reach the Pod"),
         Scenario("kyverno-mutate-pod-binding", case="kyverno_mutate_pod_binding", expect=kyverno_zone_or_empty),
         Scenario("kyverno-add-node-labels-pod", case="kyverno_add_node_labels_pod", expect=kyverno_foo_label),
         Scenario("readme-mutating-policy", case="cel_mutate_pod_binding", expect=kyverno_zone_or_empty,
