@@ -251,7 +251,8 @@ fn classify(name: &str, text: &str) -> Block {
     if map.len() == 1 && first_key == Some("settings") {
         return Block::Settings(document["settings"].clone());
     }
-    let (Some(api_version), Some(kind)) = (document["apiVersion"].as_str(), document["kind"].as_str())
+    let (Some(api_version), Some(kind)) =
+        (document["apiVersion"].as_str(), document["kind"].as_str())
     else {
         panic!(
             "{name}: neither a whole document (apiVersion, kind), nor `settings:`, nor a block whose first line says `fragment:`"
@@ -283,7 +284,10 @@ fn copyable_manifests() -> Vec<(String, Value)> {
     for path in examples {
         let name = path.strip_prefix(root()).unwrap().display().to_string();
         for doc in yaml_docs(&name) {
-            if doc["kind"].as_str().is_some_and(|k| k.ends_with("AdmissionPolicy")) {
+            if doc["kind"]
+                .as_str()
+                .is_some_and(|k| k.ends_with("AdmissionPolicy"))
+            {
                 manifests.push((name.clone(), doc));
             }
         }
@@ -317,7 +321,10 @@ fn every_doc_yaml_block_is_whole_and_its_settings_load() {
             );
         }
     }
-    assert!(settings_blocks >= 10, "only {settings_blocks} settings blocks");
+    assert!(
+        settings_blocks >= 10,
+        "only {settings_blocks} settings blocks"
+    );
 }
 
 /// A copy of any manifest in the docs is safe on `pods/binding`: the webhook
@@ -380,8 +387,9 @@ fn every_copyable_manifest_is_complete_and_safe() {
             .iter()
             .all(|key| spec["settings"].get(key).is_none());
         assert!(
-            resources.is_some_and(|r| !short_form
-                || r.iter().any(|r| r["kind"].as_str() == Some("Node"))),
+            resources.is_some_and(
+                |r| !short_form || r.iter().any(|r| r["kind"].as_str() == Some("Node"))
+            ),
             "{name}: contextAwareResources {:?}",
             spec["contextAwareResources"]
         );
@@ -490,7 +498,11 @@ fn every_doc_yaml_block_passes_through_kwctl() {
                 let json = serde_json::to_string(&settings).unwrap();
                 let mut args = vec!["run".as_ref()];
                 args.extend(common);
-                args.extend(["--settings-json".as_ref(), json.as_ref(), annotated.as_os_str()]);
+                args.extend([
+                    "--settings-json".as_ref(),
+                    json.as_ref(),
+                    annotated.as_os_str(),
+                ]);
                 run_kwctl(&kwctl, &args)
             }
             Block::Object | Block::Fragment => continue,
