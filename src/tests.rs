@@ -513,6 +513,19 @@ fn table_rows(text: &str, header: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// README.md and docs/, but docs/development.md, which keeps the history
+/// (earlier runs' figures among it).
+fn user_docs() -> Vec<String> {
+    let mut files = vec!["README.md".to_string()];
+    for entry in std::fs::read_dir("docs").unwrap() {
+        let path = entry.unwrap().path().display().to_string();
+        if path.ends_with(".md") && !path.ends_with("development.md") {
+            files.push(path);
+        }
+    }
+    files
+}
+
 fn number(text: &str) -> u64 {
     text.replace(',', "")
         .parse()
@@ -560,7 +573,12 @@ fn conformance_figures_agree_across_readme_docs_and_changelog() {
             .iter()
             .find(|r| r[0] == source)
             .unwrap_or_else(|| panic!("no row {source}"));
-        [number(&row[1]), number(&row[2]), number(&row[3]), number(&row[4])]
+        [
+            number(&row[1]),
+            number(&row[2]),
+            number(&row[3]),
+            number(&row[4]),
+        ]
     };
     for r in &figures {
         assert_eq!(r[2], "0", "{}: a failing result", r[0]);
@@ -601,7 +619,11 @@ fn conformance_figures_agree_across_readme_docs_and_changelog() {
         .expect("cel-go's comprehension cases");
     let patch_tests = regex_lite::Regex::new(r"\*\*(\d+) pass\*\*")
         .unwrap()
-        .captures(&cel[cel.find("## Measured against Kubernetes' patch tests").unwrap()..])
+        .captures(
+            &cel[cel
+                .find("## Measured against Kubernetes' patch tests")
+                .unwrap()..],
+        )
         .expect("Kubernetes' patch tests");
 
     // Everywhere else, a count of passing results is one of these figures,
@@ -613,16 +635,8 @@ fn conformance_figures_agree_across_readme_docs_and_changelog() {
         (number(&patch_tests[1]), 59),
     ];
     let quoted = regex_lite::Regex::new(r"(\d[\d,]*)(?: of (\d+))?(?: results)? pass\b").unwrap();
-    let mut files = vec!["README.md".to_string(), "CHANGELOG.md".to_string()];
-    for entry in std::fs::read_dir("docs").unwrap() {
-        let path = entry.unwrap().path().display().to_string();
-        // development.md keeps the history: earlier runs' figures.
-        if !path.ends_with("development.md") {
-            files.push(path);
-        }
-    }
     let mut checked = 0;
-    for path in files {
+    for path in user_docs().into_iter().chain(["CHANGELOG.md".to_string()]) {
         let text = std::fs::read_to_string(&path).unwrap();
         for quote in quoted.captures_iter(&text) {
             let n = number(&quote[1]);
@@ -697,4 +711,28 @@ fn sizing_figures_agree_with_the_measurements() {
         example.contains(&format!("up to {} such Nodes", largest[0])),
         "the example's comment names the Node count its limit covers"
     );
+}
+
+/// Issue 34: README serves users, and the user docs state current facts;
+/// how they came about is docs/development.md's "History" and CHANGELOG's.
+#[test]
+fn user_docs_state_current_facts() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let lines = readme.lines().count();
+    assert!(lines <= 250, "README.md has {lines} lines; at most 250");
+    for path in user_docs() {
+        let text = std::fs::read_to_string(&path).unwrap().to_lowercase();
+        for history in [
+            "this session",
+            "session before",
+            "sessions before",
+            "earlier session",
+            "before this work",
+        ] {
+            assert!(
+                !text.contains(history),
+                "{path} says \"{history}\": development history goes to docs/development.md or CHANGELOG.md"
+            );
+        }
+    }
 }
