@@ -494,3 +494,245 @@ fn cel_examples_on_bindings_set_failure_policy_and_the_default_is_warned_about()
         "{warned:?}"
     );
 }
+
+/// The rows of the Markdown table whose header line is `header`, as cells.
+fn table_rows(text: &str, header: &str) -> Vec<Vec<String>> {
+    let start = text
+        .find(header)
+        .unwrap_or_else(|| panic!("no table {header}"));
+    text[start..]
+        .lines()
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            line.trim_matches('|')
+                .split(" | ")
+                .map(|cell| cell.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// README.md and docs/, but docs/development.md, which keeps the history
+/// (earlier runs' figures among it).
+fn user_docs() -> Vec<String> {
+    let mut files = vec!["README.md".to_string()];
+    for entry in std::fs::read_dir("docs").unwrap() {
+        let path = entry.unwrap().path().display().to_string();
+        if path.ends_with(".md") && !path.ends_with("development.md") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+fn number(text: &str) -> u64 {
+    text.replace(',', "")
+        .parse()
+        .unwrap_or_else(|_| panic!("not a number: {text}"))
+}
+
+/// How many results a "not passing" table of docs/kyverno.md counts as
+/// `outcome` ("skipped", "refused"): each `;`-separated part of a row's first
+/// cell ending in `(outcome)` counts its named tests, or the "N results" /
+/// "one result" it gives.
+fn listed(text: &str, section: &str, outcome: &str) -> u64 {
+    let at = text.find(section).unwrap();
+    let end = text[at + section.len()..]
+        .find("\n### ")
+        .map_or(text.len(), |e| at + section.len() + e);
+    let mut count = 0;
+    for row in table_rows(&text[at..end], "| not passing | why |") {
+        for part in row[0].split(';') {
+            let Some(names) = part.trim().strip_suffix(&format!("({outcome})")) else {
+                continue;
+            };
+            let words: Vec<&str> = names.split_whitespace().collect();
+            count += match words.iter().position(|w| w.starts_with("result")) {
+                Some(i) if words[i - 1] == "one" => 1,
+                Some(i) => number(words[i - 1]),
+                None => names.matches('`').count() as u64 / 2,
+            };
+        }
+    }
+    count
+}
+
+/// Issue 34: a figure is given once, in one table, and anything else that
+/// quotes it agrees: Kyverno's conformance counts, the skipped tests against
+/// the tables listing them, CEL's conformance counts, and README, docs and
+/// CHANGELOG against those.
+#[test]
+fn conformance_figures_agree_across_readme_docs_and_changelog() {
+    let kyverno = std::fs::read_to_string("docs/kyverno.md").unwrap();
+    let cel = std::fs::read_to_string("docs/cel.md").unwrap();
+    let figures = table_rows(&kyverno, "| source | pass | fail | refused | skipped |");
+    assert_eq!(figures.len(), 7, "{figures:?}");
+    let row = |source: &str| -> [u64; 4] {
+        let row = figures
+            .iter()
+            .find(|r| r[0] == source)
+            .unwrap_or_else(|| panic!("no row {source}"));
+        [
+            number(&row[1]),
+            number(&row[2]),
+            number(&row[3]),
+            number(&row[4]),
+        ]
+    };
+    for r in &figures {
+        assert_eq!(r[2], "0", "{}: a failing result", r[0]);
+    }
+    // What the CLI sections list as not passing is what the table counts.
+    let policies_cli = [
+        row("kyverno/policies CLI tests, ClusterPolicy samples"),
+        row("kyverno/policies CLI tests, `*-mpol` MutatingPolicy samples"),
+    ];
+    let section = "### kyverno/policies (the samples)";
+    for (column, outcome) in [(2, "refused"), (3, "skipped")] {
+        assert_eq!(
+            listed(&kyverno, section, outcome),
+            policies_cli[0][column] + policies_cli[1][column],
+            "{section}: {outcome}"
+        );
+        let section = "### kyverno/kyverno test/cli";
+        assert_eq!(
+            listed(&kyverno, section, outcome),
+            row("kyverno/kyverno `test/cli`")[column],
+            "{section}: {outcome}"
+        );
+    }
+
+    // CEL's conformance runs: each defined once in docs/cel.md, adding up.
+    let cel_spec = regex_lite::Regex::new(
+        r"\*\*([\d,]+) pass, (\d+) fail, (\d+) skipped, (\d+) refused by the type\s+check\*\* of ([\d,]+)",
+    )
+    .unwrap()
+    .captures(&cel)
+    .expect("cel-spec's figures");
+    let [pass, fail, skipped, refused, total] =
+        [1, 2, 3, 4, 5].map(|i| number(cel_spec.get(i).unwrap().as_str()));
+    assert_eq!(pass + fail + skipped + refused, total, "cel-spec");
+    let comprehensions = regex_lite::Regex::new(r"ported: (\d+) of (\d+) pass")
+        .unwrap()
+        .captures(&cel)
+        .expect("cel-go's comprehension cases");
+    let patch_tests = regex_lite::Regex::new(r"\*\*(\d+) pass\*\*")
+        .unwrap()
+        .captures(
+            &cel[cel
+                .find("## Measured against Kubernetes' patch tests")
+                .unwrap()..],
+        )
+        .expect("Kubernetes' patch tests");
+
+    // Everywhere else, a count of passing results is one of these figures,
+    // and "N of M pass" the comprehensions' or the patch tests'.
+    let mut known: Vec<u64> = figures.iter().map(|r| number(&r[1])).collect();
+    known.extend([pass, number(&comprehensions[1]), number(&patch_tests[1])]);
+    let of = [
+        (number(&comprehensions[1]), number(&comprehensions[2])),
+        (number(&patch_tests[1]), 59),
+    ];
+    let quoted = regex_lite::Regex::new(r"(\d[\d,]*)(?: of (\d+))?(?: results)? pass\b").unwrap();
+    let mut checked = 0;
+    for path in user_docs().into_iter().chain(["CHANGELOG.md".to_string()]) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for quote in quoted.captures_iter(&text) {
+            let n = number(&quote[1]);
+            checked += 1;
+            match quote.get(2) {
+                Some(m) => assert!(
+                    of.contains(&(n, number(m.as_str()))),
+                    "{path}: \"{}\" is not a figure of docs/cel.md",
+                    &quote[0]
+                ),
+                None => assert!(
+                    known.contains(&n),
+                    "{path}: \"{}\" is none of the figures docs/kyverno.md and docs/cel.md give",
+                    &quote[0]
+                ),
+            }
+        }
+    }
+    assert!(checked >= 5, "only {checked} quoted figures");
+}
+
+/// Issue 34: the sizing advice follows from the measurements it cites.
+#[test]
+fn sizing_figures_agree_with_the_measurements() {
+    let operations = std::fs::read_to_string("docs/operations.md").unwrap();
+    let performance = std::fs::read_to_string("docs/performance.md").unwrap();
+    // One core per N bindings a second, from the latest load-test run's CPU
+    // per request with the default settings.
+    let latest = &performance[performance.find("### Latest run").unwrap()..];
+    let default_row = table_rows(latest, "| row | req/s | p50 ms | p99 ms |")
+        .into_iter()
+        .find(|r| r[0] == "default settings, Binding, realistic Node")
+        .unwrap();
+    let cpu_us = number(&default_row[5]);
+    let per_core = regex_lite::Regex::new(r"about one core per ([\d,]+) bindings a second")
+        .unwrap()
+        .captures(&operations)
+        .expect("operations.md's sizing advice");
+    let per_core = number(&per_core[1]) as f64;
+    let measured = 1_000_000.0 / cpu_us as f64;
+    assert!(
+        (per_core / measured - 1.0).abs() < 0.1,
+        "operations.md says one core per {per_core} bindings a second; {cpu_us} µs per binding gives {measured:.0}"
+    );
+    // The dedicated PolicyServer's memory limit covers the largest Node
+    // count measured.
+    let rss = table_rows(&operations, "| Nodes | bindings/s |");
+    let largest = rss.last().unwrap();
+    let mib: u64 = number(
+        largest[3]
+            .rsplit("→ ")
+            .next()
+            .unwrap()
+            .trim_end_matches(" MiB"),
+    );
+    let example = std::fs::read_to_string("examples/dedicated-policy-server.yaml").unwrap();
+    let limit = example
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("limits:"))
+        .find_map(|l| l.trim().strip_prefix("memory: "))
+        .unwrap();
+    let limit_mib = match limit.strip_suffix("Gi") {
+        Some(gi) => number(gi) * 1024,
+        None => number(limit.trim_end_matches("Mi")),
+    };
+    assert!(
+        limit_mib >= mib,
+        "the example's memory limit {limit} is under the {mib} MiB measured with {} Nodes",
+        largest[0]
+    );
+    assert!(
+        example.contains(&format!("up to {} such Nodes", largest[0])),
+        "the example's comment names the Node count its limit covers"
+    );
+}
+
+/// Issue 34: README serves users, and the user docs state current facts;
+/// how they came about is docs/development.md's "History" and CHANGELOG's.
+#[test]
+fn user_docs_state_current_facts() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let lines = readme.lines().count();
+    assert!(lines <= 250, "README.md has {lines} lines; at most 250");
+    for path in user_docs() {
+        let text = std::fs::read_to_string(&path).unwrap().to_lowercase();
+        for history in [
+            "this session",
+            "session before",
+            "sessions before",
+            "earlier session",
+            "before this work",
+        ] {
+            assert!(
+                !text.contains(history),
+                "{path} says \"{history}\": development history goes to docs/development.md or CHANGELOG.md"
+            );
+        }
+    }
+}
