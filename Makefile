@@ -33,11 +33,14 @@ $(WASM_OPT): tools/binaryen/package.json tools/binaryen/package-lock.json
 # (`cel-0.15.0/src/...`), without this machine's cargo home and registry index:
 # the module is the same wherever it is built, 4 KB smaller, and its heap
 # starts early in a page (docs/performance.md, "Layout").
+# The registry's folders are listed when the recipe runs, after `cargo fetch`:
+# on a fresh machine they do not exist yet when make reads this file.
 CARGO_HOME ?= $(HOME)/.cargo
-POLICY_RUSTFLAGS := $(foreach index,$(wildcard $(CARGO_HOME)/registry/src/*),--remap-path-prefix=$(index)=)
 
 policy.wasm: $(SOURCES) $(WASM_OPT) | wasm-target
-	RUSTFLAGS="$(POLICY_RUSTFLAGS)" $(CARGO) build --locked -p node-metadata-policy --target $(WASM_TARGET) --release
+	$(CARGO) fetch --locked --quiet --target $(WASM_TARGET)
+	RUSTFLAGS="$$(for index in $(CARGO_HOME)/registry/src/*; do printf -- '--remap-path-prefix=%s= ' "$$index"; done)" \
+		$(CARGO) build --locked -p node-metadata-policy --target $(WASM_TARGET) --release
 	node $(WASM_OPT) -Oz $(WASM_FEATURES) $(POLICY_BUILD) -o $@
 
 baseline.wasm: e2e-tests/baseline-policy/src/lib.rs | wasm-target
@@ -53,7 +56,7 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 	kwctl annotate -m metadata.yml -u README.md -o $@ policy.wasm
 
 demo: policy.wasm
-	$(HOST) demo -- policy.wasm test_data/binding.json test_data/node-1.json '{}'
+	$(CARGO) run --quiet -p policy-host --profile demo --bin demo -- policy.wasm test_data/binding.json test_data/node-1.json '{}'
 
 test: fmt-check lint workflow-lint unit-tests e2e-tests oci-test cluster-test
 
