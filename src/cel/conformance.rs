@@ -224,6 +224,45 @@ fn a_mutating_admission_policy_reads_its_inline_params() {
 }
 
 #[test]
+fn a_mutating_admission_policy_kubernetes_would_not_store_is_refused() {
+    // What `make cluster-test` found against a real API server.
+    let policy = |spec: Value| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+            "metadata": {"name": "p"}, "spec": spec})
+    };
+    let mutations = json!([{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+        "Object{metadata: Object.metadata{labels: {'a': 'b'}}}"}}]);
+    assert_eq!(
+        refused(policy(
+            json!({"matchConstraints": binding_rules(), "mutations": mutations})
+        )),
+        "settings.spec.reinvocationPolicy: required in a MutatingAdmissionPolicy (Never or IfNeeded), as Kubernetes requires it"
+    );
+    assert_eq!(
+        refused(policy(
+            json!({"matchConstraints": binding_rules(), "reinvocationPolicy": "Never",
+            "mutations": []})
+        )),
+        "settings.spec.mutations: required: a MutatingAdmissionPolicy has at least one mutation, as Kubernetes requires"
+    );
+    let deletes = json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+        "operations": ["CREATE", "DELETE"], "resources": ["pods"]}]});
+    assert_eq!(
+        refused(policy(
+            json!({"matchConstraints": deletes, "reinvocationPolicy": "Never",
+            "mutations": mutations})
+        )),
+        "settings.spec.matchConstraints.resourceRules[0].operations: \"DELETE\": a MutatingAdmissionPolicy mutates CREATE, UPDATE and CONNECT requests (or *), as Kubernetes requires"
+    );
+    // A Kyverno MutatingPolicy is not held to them.
+    let mut kyverno = policy(json!({"matchConstraints": deletes, "mutations": mutations}));
+    kyverno["apiVersion"] = json!("policies.kyverno.io/v1");
+    kyverno["kind"] = json!("MutatingPolicy");
+    let verdict = crate::check_settings(&serde_json::to_vec(&kyverno).unwrap());
+    assert!(verdict.valid, "{:?}", verdict.message);
+}
+
+#[test]
 fn a_namespaced_policy_applies_only_in_its_namespace() {
     let mut policy = json!({"apiVersion": "policies.kyverno.io/v1", "kind": "NamespacedMutatingPolicy",
         "metadata": {"name": "n", "namespace": "other"},

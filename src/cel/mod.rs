@@ -227,39 +227,6 @@ pub fn check_api_version(kind: CelKind, api_version: &str, at: &str) -> Result<(
     Ok(())
 }
 
-/// What Kubernetes' API validation requires of a MutatingAdmissionPolicy
-/// beyond the checks both languages share (`validateMutatingAdmissionPolicySpec`
-/// in kubernetes/kubernetes): a document the API server would refuse to store
-/// is refused here too, so a policy that loads here also installs in a cluster.
-fn kubernetes_requirements(
-    spec: &CelSpec,
-    constraints: &spec::MatchResources,
-    spec_at: &SpecPath<'_>,
-) -> Result<(), String> {
-    if spec.reinvocation_policy.is_none() {
-        return Err(format!(
-            "{spec_at}.reinvocationPolicy: required in a MutatingAdmissionPolicy (Never or IfNeeded), as Kubernetes requires it"
-        ));
-    }
-    if spec.mutations.is_empty() {
-        return Err(format!(
-            "{spec_at}.mutations: required: a MutatingAdmissionPolicy has at least one mutation, as Kubernetes requires"
-        ));
-    }
-    for (i, rule) in constraints.resource_rules.iter().enumerate() {
-        if rule
-            .operations
-            .iter()
-            .any(|operation| operation == "DELETE")
-        {
-            return Err(format!(
-                "{spec_at}.matchConstraints.resourceRules[{i}].operations: \"DELETE\": a MutatingAdmissionPolicy mutates CREATE, UPDATE and CONNECT requests (or *), as Kubernetes requires"
-            ));
-        }
-    }
-    Ok(())
-}
-
 impl CelPolicy {
     /// Checks the document at `at` (`settings` or `settings.policies[i]`).
     #[allow(clippy::too_many_arguments)]
@@ -358,6 +325,17 @@ impl CelPolicy {
                             "{spec_at}.matchConstraints.{field}[{i}].operations: {operation:?} is not an operation (CREATE, UPDATE, DELETE, CONNECT or *)"
                         ));
                     }
+                    // Kubernetes' API refuses to store such a document
+                    // (`validateMutatingAdmissionPolicySpec`): refused here
+                    // too, so that what loads here also installs in a cluster.
+                    if kind == CelKind::MutatingAdmissionPolicy
+                        && field == "resourceRules"
+                        && operation == "DELETE"
+                    {
+                        return Err(format!(
+                            "{spec_at}.matchConstraints.{field}[{i}].operations: \"DELETE\": a MutatingAdmissionPolicy mutates CREATE, UPDATE and CONNECT requests (or *), as Kubernetes requires"
+                        ));
+                    }
                 }
                 if let Some(scope) = &rule.scope
                     && !matches!(scope.as_str(), "Cluster" | "Namespaced" | "*")
@@ -375,15 +353,24 @@ impl CelPolicy {
                 "{spec_at}.matchConstraints.matchPolicy: {policy:?}: expected Exact or Equivalent"
             ));
         }
-        if let Some(policy) = &spec.reinvocation_policy
-            && !matches!(policy.as_str(), "Never" | "IfNeeded")
-        {
-            return Err(format!(
-                "{spec_at}.reinvocationPolicy: {policy:?}: expected Never or IfNeeded"
-            ));
+        match &spec.reinvocation_policy {
+            Some(policy) if !matches!(policy.as_str(), "Never" | "IfNeeded") => {
+                return Err(format!(
+                    "{spec_at}.reinvocationPolicy: {policy:?}: expected Never or IfNeeded"
+                ));
+            }
+            // Required by Kubernetes' API, as the DELETE operation above.
+            None if kind == CelKind::MutatingAdmissionPolicy => {
+                return Err(format!(
+                    "{spec_at}.reinvocationPolicy: required in a MutatingAdmissionPolicy (Never or IfNeeded), as Kubernetes requires it"
+                ));
+            }
+            _ => {}
         }
-        if kind == CelKind::MutatingAdmissionPolicy {
-            kubernetes_requirements(&spec, constraints, &spec_at)?;
+        if kind == CelKind::MutatingAdmissionPolicy && spec.mutations.is_empty() {
+            return Err(format!(
+                "{spec_at}.mutations: required: a MutatingAdmissionPolicy has at least one mutation, as Kubernetes requires"
+            ));
         }
         let bound_pod = bound_pod::check(&spec, &spec_at)?;
         let mut autogen = Vec::new();
