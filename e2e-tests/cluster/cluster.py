@@ -41,7 +41,7 @@ class Cluster:
 
     def versions(self):
         found = self.plane.versions()
-        found["policy-server"] = subprocess_version("policy-server")
+        found["policy-server"] = control_plane.version_of("policy-server", "--version")
         return found
 
     def start(self):
@@ -101,12 +101,6 @@ class Cluster:
         # The API server picks a new configuration up from its informer.
         time.sleep(2)
 
-    def remove_webhooks(self, policies):
-        for policy in policies:
-            self.admin.delete("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
-                              f"{kubewarden.unique_name(policy)}")
-        time.sleep(2)
-
     def pod(self, namespace, name):
         return self.admin.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
 
@@ -116,13 +110,16 @@ class Cluster:
             path += f"?labelSelector={selector}"
         return self.admin.get(path)["items"]
 
-    def events_for(self, namespace, name):
-        items = self.admin.get(f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name%3D{name}")
-        return [f"{e.get('reason')}: {e.get('message')}" for e in items["items"]]
-
-
-def subprocess_version(binary):
-    return control_plane.version_of(binary, "--version")
+    def events(self, namespace, name=None):
+        """`reason: message` of the events in `namespace`, about `name` only when given."""
+        path = f"/api/v1/namespaces/{namespace}/events"
+        if name:
+            path += f"?fieldSelector=involvedObject.name%3D{name}"
+        found = []
+        for event in self.admin.get(path)["items"]:
+            line = f"{event.get('reason')}: {event.get('message')}"
+            found.append(line if name else f"{event['involvedObject'].get('name')}: {line}")
+        return found
 
 
 def wait_until(check, seconds, what, interval=0.2):

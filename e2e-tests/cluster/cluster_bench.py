@@ -34,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import cluster as clusters  # noqa: E402
+import harness  # noqa: E402  (e2e-tests/load, on the path through control_plane)
 import kubewarden  # noqa: E402
 from cluster_test import policy_for  # noqa: E402
 from nodes import ZONE  # noqa: E402
@@ -205,16 +206,14 @@ def one_at_a_time(cluster, connection, namespace, count):
 
 
 def cpu_seconds(cluster):
-    """CPU seconds (user and system) each process has used so far."""
+    """CPU seconds (user and system) each component has used so far."""
     found = {}
     processes = [(os.path.basename(p.args[0]), p.pid) for p in cluster.plane.processes]
     if cluster.policy_server.process:
         processes.append(("policy-server", cluster.policy_server.process.pid))
     for name, pid in processes:
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            found[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            found[name] = harness.cpu_seconds(pid)
         except (OSError, IndexError, ValueError):
             pass
     return found

@@ -248,7 +248,7 @@ def run_positive(cluster, checks, replicas, judge):
     started = cluster.policy_server.start({kubewarden.unique_name(p): kubewarden.policies_entry(p, POLICY)
                                            for p in every})
     if not checks.check("policy-server became ready with every scenario's policy", started,
-                        tail(cluster.policy_server.log_path)):
+                        control_plane.tail(cluster.policy_server.log_path, 20)):
         return
     cluster.install_webhooks(every)
 
@@ -273,7 +273,7 @@ def run_positive(cluster, checks, replicas, judge):
         try:
             pods = wait_bound(cluster, s.namespace, selector, count)
         except TimeoutError as e:
-            checks.check(f"{s.name}: Pods bound", False, f"{e}; events: {events(cluster, s.namespace)}")
+            checks.check(f"{s.name}: Pods bound", False, f"{e}; events: {cluster.events(s.namespace)[-5:]}")
             continue
         for p in pods:
             node = cluster.nodes[p["spec"]["nodeName"]]
@@ -318,19 +318,6 @@ def run_positive(cluster, checks, replicas, judge):
     judge.run(checks)
     map_judge.judge_documents(cluster.admin, POLICY, checks)
     return every
-
-
-def events(cluster, namespace):
-    items = cluster.admin.get(f"/api/v1/namespaces/{namespace}/events")["items"]
-    return [f"{e['involvedObject'].get('name')}: {e.get('reason')}: {e.get('message')}" for e in items][-5:]
-
-
-def tail(path, lines=20):
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
-    except OSError:
-        return ""
 
 
 FAULT_MATRIX = [  # (namespace, policy failurePolicy, webhook failurePolicy)
@@ -433,7 +420,7 @@ def run_faults(cluster, checks, positive_policies, report):
         cluster.ensure_namespace(ns)
     every = {kubewarden.unique_name(p): kubewarden.policies_entry(p, POLICY) for p in positive_policies + policies}
     if not checks.check("policy-server restarted with the fault policies", cluster.policy_server.start(every),
-                        tail(cluster.policy_server.log_path)):
+                        control_plane.tail(cluster.policy_server.log_path, 20)):
         return
     cluster.install_webhooks(policies)
     timeout = BASE_POLICY["spec"]["timeoutSeconds"]
@@ -450,7 +437,7 @@ def run_faults(cluster, checks, positive_policies, report):
     cluster.admin.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{binding['metadata']['name']}")
     time.sleep(6)  # past policy-server's 5 s cache of Node reads
     bound = release(cluster, "no-rbac", window, checks, on_policy)
-    denied = cluster.events_for("fault-policy-fail-webhook-fail", "no-rbac")
+    denied = cluster.events("fault-policy-fail-webhook-fail", "no-rbac")
     created = create_during(cluster, "no-rbac", checks, create_on_policy)
     cluster.admin.apply(binding)
     rec = recovery(cluster, "no-rbac", bound)
@@ -463,7 +450,7 @@ def run_faults(cluster, checks, positive_policies, report):
     prepare(cluster, "stopped")
     cluster.policy_server.stop()
     bound = release(cluster, "stopped", window, checks, on_webhook)
-    events_fail = cluster.events_for("fault-policy-ignore-webhook-fail", "stopped")
+    events_fail = cluster.events("fault-policy-ignore-webhook-fail", "stopped")
     created = create_during(cluster, "stopped", checks, create_on_webhook)
     restart = time.time()
     ready = cluster.policy_server.start(every)
@@ -481,7 +468,7 @@ def run_faults(cluster, checks, positive_policies, report):
     prepare(cluster, "slow")
     cluster.policy_server.pause()
     bound = release(cluster, "slow", window, checks, on_webhook)
-    events_slow = cluster.events_for("fault-policy-ignore-webhook-fail", "slow")
+    events_slow = cluster.events("fault-policy-ignore-webhook-fail", "slow")
     created = create_during(cluster, "slow", checks, create_on_webhook)
     cluster.policy_server.resume()
     rec = recovery(cluster, "slow", bound)

@@ -158,10 +158,6 @@ def collection_path(obj, namespace=None):
     return f"{prefix}/{plural}"
 
 
-def object_path(obj):
-    return f"{collection_path(obj)}/{obj['metadata']['name']}"
-
-
 def kubeconfig(path, server, ca_cert, cert=None, token=None):
     user = {"client-certificate": cert[0], "client-key": cert[1]} if cert else {"token": token}
     config = {"apiVersion": "v1", "kind": "Config",
@@ -172,6 +168,15 @@ def kubeconfig(path, server, ca_cert, cert=None, token=None):
     with open(path, "w") as f:
         json.dump(config, f)  # JSON is YAML
     return path
+
+
+def tail(path, lines=30):
+    """The last `lines` lines of a log file, or nothing when there is none."""
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
 
 
 def version_of(binary, *args):
@@ -212,11 +217,7 @@ class ControlPlane:
         return proc
 
     def log_tail(self, name, lines=30):
-        try:
-            with open(self.logs[name], errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except (KeyError, OSError):
-            return ""
+        return tail(self.logs.get(name, ""), lines)
 
     def start(self, scheduler_qps=None):
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()

@@ -138,7 +138,3 @@ class PolicyServer:
                 self.process.kill()
                 self.process.wait(timeout=10)
         self.process = None
-
-    def version(self):
-        out = subprocess.run(["policy-server", "--version"], stdout=subprocess.PIPE, text=True)
-        return out.stdout.strip().splitlines()[0] if out.stdout.strip() else "?"

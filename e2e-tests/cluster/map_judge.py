@@ -281,7 +281,7 @@ class Judge:
             if pod["spec"].get("nodeName"):
                 return "stored", pod
             time.sleep(0.2)
-        refused = [e for e in self.cluster.events_for(namespace, "judge") if "denied" in e or "rejected" in e
+        refused = [e for e in self.cluster.events(namespace, "judge") if "denied" in e or "rejected" in e
                    or "Binding" in e]
         return "pending", "; ".join(refused[-1:]) or "not bound in 15 s"
 

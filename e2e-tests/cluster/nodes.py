@@ -85,8 +85,3 @@ def register(client, node):
     if node.get("spec", {}).get("taints") != wanted:
         node = client.merge_patch(f"/api/v1/nodes/{meta['name']}", {"spec": {"taints": wanted}})
     return node
-
-
-def is_ready(node):
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in node.get("status", {}).get("conditions", []))

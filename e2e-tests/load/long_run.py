@@ -38,13 +38,6 @@ def p99(values):
     return values[int(0.99 * (len(values) - 1))] if values else float("nan")
 
 
-def cpu_seconds(pid):
-    """user + system CPU seconds the process has used so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def machine_busy_seconds():
     """CPU seconds the whole machine has spent busy so far (all but idle and iowait)."""
     with open("/proc/stat") as f:
@@ -54,8 +47,8 @@ def machine_busy_seconds():
 
 def cpu_sample(server, stub_pid):
     """(policy-server, stub API server, everything else on the machine) CPU seconds so far."""
-    ours = cpu_seconds(server.pid), cpu_seconds(stub_pid)
-    return (*ours, machine_busy_seconds() - sum(ours) - cpu_seconds(os.getpid()))
+    ours = harness.cpu_seconds(server.pid), harness.cpu_seconds(stub_pid)
+    return (*ours, machine_busy_seconds() - sum(ours) - harness.cpu_seconds(os.getpid()))
 
 
 class GcPauses:
