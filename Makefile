@@ -11,7 +11,7 @@ SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
 # Publishing coordinates: release.env (see there).
-.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test cluster-bench
+.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test cluster-bench differential
 
 all: policy.wasm
 
@@ -58,7 +58,7 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 demo: policy.wasm
 	$(CARGO) run --quiet -p policy-host --profile demo --bin demo -- policy.wasm test_data/binding.json test_data/node-1.json '{}'
 
-test: fmt-check lint workflow-lint unit-tests e2e-tests oci-test cluster-test
+test: fmt-check lint workflow-lint unit-tests e2e-tests oci-test differential cluster-test
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -120,6 +120,16 @@ cluster-bench:
 	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm floor.wasm && \
 	kwctl annotate -m e2e-tests/load/floor-metadata.yml -o annotated-floor.wasm floor.wasm 2>/dev/null && \
 	python3 e2e-tests/cluster/cluster_bench.py --policy annotated-policy.wasm --floor annotated-floor.wasm $(BENCH_ARGS)
+
+# Generated cases through the reference implementations (the judges, built
+# from the Go module proxy) and through the policy, compared answer by
+# answer; docs/cel.md lists the differences that remain. CASES per judge.
+CASES ?= 2000
+SEED ?= 1
+differential: policy.wasm
+	@if ! command -v go >/dev/null; then \
+		echo "differential: SKIPPED (go is not installed: the judges are built from the Go module proxy)"; \
+	else python3 e2e-tests/differential/run.py --cases $(CASES) --seed $(SEED) --policy policy.wasm; fi
 
 # Kyverno CLI tests (kyverno-test.yaml files under KYVERNO_TESTS) through
 # policy.wasm, and through kwctl too when it is installed.

@@ -220,7 +220,8 @@ fn run_on_target(
         &mut evaluation,
         super::apply::schema_of("v1", "Pod"),
     )
-    .map(Some)
+    // A Kyverno policy: no mutation is skipped, the policy fails whole.
+    .map(|(object, _)| Some(object))
 }
 
 /// The Binding with the Pod's new or changed labels and annotations; what

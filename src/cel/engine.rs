@@ -19,6 +19,7 @@ use super::{CelPolicy, apply, bound_pod};
 use crate::admission::AdmissionRequest;
 use crate::cluster::CachedCluster;
 use crate::kyverno::resources::ResourceKind;
+use crate::settings::FailurePolicy;
 
 /// What one evaluation of CEL policies shares.
 pub struct CelRequest<'a> {
@@ -147,6 +148,10 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
             return Ok(CelResult::Skipped);
         }
     }
+    #[cfg(test)]
+    if let Some(value) = super::differential::probe(&mut evaluation) {
+        return value;
+    }
     // Kyverno's webhook leaves a policy with targetMatchConstraints to its
     // background controller: only the Pod being bound is mutated.
     if policy.bound_pod {
@@ -185,7 +190,7 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
             apply::schema_of(field("apiVersion"), field("kind"))
         }
     };
-    let current = mutate(policy, &mut evaluation, schema)?;
+    let (current, skipped) = mutate(policy, &mut evaluation, schema)?;
     let mutated = match template {
         Some(pointer) => {
             let mut whole = object.clone();
@@ -197,7 +202,7 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
     Ok(CelResult::Mutated {
         object: mutated,
         audit,
-        warnings: Vec::new(),
+        warnings: skipped,
     })
 }
 
@@ -247,7 +252,9 @@ pub(super) fn condition_holds<'a>(
 }
 
 /// Runs the policy's mutations in order over the evaluation's object, each
-/// over the object as the one before left it; gives the object at the end.
+/// over the object as the one before left it; gives the object at the end,
+/// and the mutations a MutatingAdmissionPolicy with failurePolicy Ignore
+/// went on without.
 ///
 /// `schema` is the object's type, for apply configurations: the Pod's for a
 /// Pod template seen through autogen.
@@ -255,7 +262,7 @@ pub(super) fn mutate<'a>(
     policy: &'a CelPolicy,
     evaluation: &mut Evaluation<'a>,
     schema: Option<apply::SchemaType>,
-) -> Result<Value, String> {
+) -> Result<(Value, Vec<String>), String> {
     let atomics = policy
         .spec
         .evaluation
@@ -265,55 +272,96 @@ pub(super) fn mutate<'a>(
     // Kubernetes decodes a JSON-patched object into its Go type, strictly;
     // Kyverno keeps objects unstructured, so its patches go unchecked.
     let typed = schema.filter(|_| !policy.kind.is_kyverno());
+    // Kubernetes' dispatcher records a failed mutation and runs the next
+    // on the object as it was; with failurePolicy Ignore what the others
+    // did is kept. Kyverno's engine fails the policy as a whole.
+    let keep_going = !policy.kind.is_kyverno()
+        && policy.failure_policy == FailurePolicy::Ignore
+        && policy.spec.mutations.len() > 1;
+    let mut skipped = Vec::new();
     for (i, mutation) in policy.spec.mutations.iter().enumerate() {
         let (field, expression) = match (&mutation.apply_configuration, &mutation.json_patch) {
             (Some(e), _) => ("applyConfiguration", e),
             (None, Some(e)) => ("jsonPatch", e),
             (None, None) => continue,
         };
-        let at = || format!("{}.spec.mutations[{i}].{field}.expression", policy.at);
-        evaluation.in_mutation = true;
-        let result = evaluation.evaluate(&expression.expression, at);
-        evaluation.in_mutation = false;
-        let result = match result? {
-            Evaluated::Json(result) => result,
-            Evaluated::Cel(result) => {
-                to_json(&result).map_err(|why| format!("mutations[{i}]: {why}"))?
-            }
-        };
-        let mut current = evaluation.take_object();
-        // What the object's labels and annotations were, to check what
-        // this mutation writes there as the short form's keys are checked.
-        let before = crate::mutation::metadata_maps(&current).map(Option::<&Value>::cloned);
-        match field {
-            "applyConfiguration" => {
-                if !result.is_object() {
-                    return Err(format!(
-                        "mutations[{i}]: an apply configuration must be an object (Object{{...}}), not {result}"
+        let before = keep_going.then(|| evaluation.object().clone());
+        let more = i + 1 < policy.spec.mutations.len();
+        match mutate_once(
+            policy,
+            evaluation,
+            i,
+            field,
+            &expression.expression,
+            schema,
+            typed,
+            atomics,
+        ) {
+            Ok(current) => evaluation.set_object(current, more)?,
+            Err(why) => match before {
+                Some(before) => {
+                    skipped.push(format!(
+                        "{} {:?} mutations[{i}] not applied: {why}",
+                        policy.kind.name(),
+                        policy.name
                     ));
+                    evaluation.set_object(before, more)?;
                 }
-                apply::merge(&mut current, &result, schema, atomics)
-                    .map_err(|why| format!("mutations[{i}]: error applying patch: {why}"))?;
-            }
-            _ => {
-                let patch: json_patch::Patch = serde_json::from_value(result).map_err(|why| {
-                    format!("mutations[{i}]: not a list of JSONPatch operations: {why}")
-                })?;
-                super::json_patch_mutation::apply(&mut current, patch.0, typed)
-                    .map_err(|why| format!("mutations[{i}]: {why}"))?;
-            }
+                None => return Err(why),
+            },
         }
-        // A key or label value the API server would refuse is an error,
-        // which failurePolicy judges, as Kubernetes would refuse the object.
-        if let Some(problem) =
-            crate::mutation::first_metadata_problem(before.each_ref().map(Option::as_ref), &current)
-        {
-            return Err(format!("mutations[{i}]: {problem}"));
-        }
-        // Later expressions see the object as this mutation left it.
-        evaluation.set_object(current, i + 1 < policy.spec.mutations.len())?;
     }
-    Ok(evaluation.take_object())
+    Ok((evaluation.take_object(), skipped))
+}
+
+/// One mutation over the evaluation's object: the object it leaves.
+#[allow(clippy::too_many_arguments)]
+fn mutate_once<'a>(
+    policy: &'a CelPolicy,
+    evaluation: &mut Evaluation<'a>,
+    i: usize,
+    field: &str,
+    expression: &'a str,
+    schema: Option<apply::SchemaType>,
+    typed: Option<apply::SchemaType>,
+    atomics: bool,
+) -> Result<Value, String> {
+    let at = || format!("{}.spec.mutations[{i}].{field}.expression", policy.at);
+    evaluation.in_mutation = true;
+    let result = evaluation.evaluate(expression, at);
+    evaluation.in_mutation = false;
+    let result = match result? {
+        Evaluated::Json(result) => result,
+        Evaluated::Cel(result) => {
+            to_json(&result).map_err(|why| format!("mutations[{i}]: {why}"))?
+        }
+    };
+    let mut current = evaluation.take_object();
+    // What the object's labels and annotations were, to check what this
+    // mutation writes there as the short form's keys are checked.
+    let before = crate::mutation::metadata_maps(&current).map(Option::<&Value>::cloned);
+    if field == "applyConfiguration" {
+        if !result.is_object() {
+            return Err(format!(
+                "mutations[{i}]: an apply configuration must be an object (Object{{...}}), not {result}"
+            ));
+        }
+        apply::merge(&mut current, &result, schema, atomics)
+            .map_err(|why| format!("mutations[{i}]: error applying patch: {why}"))?;
+    } else {
+        let patch: json_patch::Patch = serde_json::from_value(result)
+            .map_err(|why| format!("mutations[{i}]: not a list of JSONPatch operations: {why}"))?;
+        super::json_patch_mutation::apply(&mut current, patch.0, typed)
+            .map_err(|why| format!("mutations[{i}]: {why}"))?;
+    }
+    // A key or label value the API server would refuse is an error, which
+    // failurePolicy judges, as Kubernetes would refuse the object.
+    if let Some(problem) =
+        crate::mutation::first_metadata_problem(before.each_ref().map(Option::as_ref), &current)
+    {
+        return Err(format!("mutations[{i}]: {problem}"));
+    }
+    Ok(current)
 }
 
 /// An evaluation error in words: a library function's own message, after

@@ -131,6 +131,7 @@ impl Libraries {
     /// libraries: timestamps and durations are opaque to the crate's
     /// operators, so a policy that uses time has them rewritten.
     pub fn prepare(self, expression: &mut ::cel::common::ast::IdedExpr) {
+        libraries::double_text::rewrite(expression);
         if self.time {
             libraries::time::rewrite_for_times(expression);
         }
@@ -201,6 +202,7 @@ pub fn identifiers(source: &str) -> impl Iterator<Item = &str> {
 /// libraries asked for, and the struct types its expressions construct.
 pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env {
     let mut env = Env::stdlib();
+    libraries::double_text::register(&mut env);
     // The extensions and functions below are declared once each, in an
     // environment that starts empty of them: a clash is a bug found by the
     // first test, never by input.

@@ -151,6 +151,11 @@ impl<'a> Evaluation<'a> {
             .ok_or_else(|| "no CEL context".to_string())
     }
 
+    /// The object as the expressions see it now.
+    pub(super) fn object(&self) -> &Value {
+        &self.object
+    }
+
     /// The object, leaving null in its place: see [`Evaluation::set_object`].
     pub(super) fn take_object(&mut self) -> Value {
         let object = std::mem::replace(&mut self.object, Rc::new(Value::Null));

@@ -1,8 +1,9 @@
 //! A `JSONPatch` mutation applied as Kubernetes and Kyverno apply it (both
 //! with evanphx/json-patch v4): operations in order, every one must apply,
 //! except that a failed `test` leaves the object as it was, without an
-//! error, and `replace` of an object member that is not there sets it (the
-//! library looks the member up without requiring it).
+//! error, and a member that is not there is read as nothing: `replace`
+//! sets it, `copy` from it adds null, and `test` of it holds for null and
+//! fails quietly otherwise.
 
 use json_patch::{AddOperation, PatchErrorKind, PatchOperation};
 use serde_json::Value;
@@ -21,12 +22,34 @@ pub fn apply(
         .iter()
         .any(|op| matches!(op, PatchOperation::Test(_)))
         .then(|| object.clone());
+    let mut written = Vec::new();
     for (index, operation) in operations.into_iter().enumerate() {
+        // A `test` of a member the object lacks reads nothing: that equals
+        // null and fails any other value, without error.
+        if let PatchOperation::Test(test) = &operation
+            && missing_member(object, &test.path)
+        {
+            if test.value.is_null() {
+                continue;
+            }
+            if let Some(before) = before {
+                *object = before;
+            }
+            return Ok(());
+        }
         let operation = match operation {
             PatchOperation::Replace(replace) if missing_member(object, &replace.path) => {
                 PatchOperation::Add(AddOperation {
                     path: replace.path,
                     value: replace.value,
+                })
+            }
+            // The library reads a missing member as nothing and copies
+            // that: null is added (kube-apiserver, `make differential`).
+            PatchOperation::Copy(copy) if missing_member(object, &copy.from) => {
+                PatchOperation::Add(AddOperation {
+                    path: copy.path,
+                    value: Value::Null,
                 })
             }
             other => other,
@@ -42,19 +65,44 @@ pub fn apply(
                 why.path, why.kind
             ));
         }
-        let written = match &operation {
-            PatchOperation::Add(op) => Some(&op.path),
-            PatchOperation::Replace(op) => Some(&op.path),
-            PatchOperation::Copy(op) => Some(&op.path),
-            PatchOperation::Move(op) => Some(&op.path),
-            PatchOperation::Remove(_) | PatchOperation::Test(_) => None,
-        };
-        if let (Some(schema), Some(path)) = (schema, written) {
+        if schema.is_some() {
+            match operation {
+                PatchOperation::Add(op) => written.push(op.path),
+                PatchOperation::Replace(op) => written.push(op.path),
+                PatchOperation::Copy(op) => written.push(op.path),
+                PatchOperation::Move(op) => written.push(op.path),
+                PatchOperation::Remove(_) | PatchOperation::Test(_) => {}
+            }
+        }
+    }
+    // Kubernetes decodes the object once the whole patch applied: what an
+    // operation wrote is checked as the last one left it (`add` of a number
+    // then `replace` with a string is a string).
+    if let Some(schema) = schema {
+        empty_null_metadata(object);
+        for path in &written {
             check_written(object, schema, path.as_str())
                 .map_err(|why| format!("JSON Patch: {why}"))?;
         }
     }
     Ok(())
+}
+
+/// Kubernetes decodes the patched object into its Go type, where a null
+/// label or annotation value is the empty string (a `copy` from a missing
+/// member writes null).
+fn empty_null_metadata(object: &mut Value) {
+    for map in ["labels", "annotations"] {
+        if let Some(Value::Object(entries)) =
+            object.get_mut("metadata").and_then(|m| m.get_mut(map))
+        {
+            for value in entries.values_mut() {
+                if value.is_null() {
+                    *value = Value::String(String::new());
+                }
+            }
+        }
+    }
 }
 
 /// Whether `path` names a member of an object that the object lacks.
@@ -74,6 +122,50 @@ mod tests {
         let mut object = object;
         apply(&mut object, serde_json::from_value(patch).unwrap(), None)?;
         Ok(object)
+    }
+
+    #[test]
+    fn a_test_of_a_missing_member_fails_quietly_unless_it_tests_null() {
+        // kube-apiserver's answer to `make differential` seed 1, map-39.
+        let object = json!({"metadata": {"annotations": {"a": "b"}}});
+        let add = json!({"op": "add", "path": "/metadata/annotations/c", "value": "d"});
+        let tested = |value: Value| {
+            run(
+                object.clone(),
+                json!([add, {"op": "test", "path": "/metadata/annotations/env", "value": value}]),
+            )
+        };
+        assert_eq!(tested(json!({"a": "b"})), Ok(object.clone()));
+        assert_eq!(
+            tested(Value::Null),
+            Ok(json!({"metadata": {"annotations": {"a": "b", "c": "d"}}}))
+        );
+        // A missing container is an error, as in the library.
+        let missing = run(
+            object,
+            json!([{"op": "test", "path": "/metadata/labels/x", "value": "y"}]),
+        );
+        assert!(missing.is_err(), "{missing:?}");
+    }
+
+    #[test]
+    fn copy_from_a_missing_member_adds_null_but_move_fails() {
+        // kube-apiserver's answer to `make differential` seed 1, map-226:
+        // the Pod is admitted with the annotation "moved" empty.
+        let object = json!({"metadata": {"labels": {"x": ""}, "annotations": {}}});
+        let copied = run(
+            object.clone(),
+            json!([{"op": "copy", "from": "/metadata/labels/tier", "path": "/metadata/annotations/moved"}]),
+        );
+        assert_eq!(
+            copied,
+            Ok(json!({"metadata": {"labels": {"x": ""}, "annotations": {"moved": null}}}))
+        );
+        let moved = run(
+            object,
+            json!([{"op": "move", "from": "/metadata/labels/tier", "path": "/metadata/annotations/moved"}]),
+        );
+        assert!(moved.is_err(), "{moved:?}");
     }
 
     #[test]

@@ -21,6 +21,8 @@ mod conformance;
 #[cfg(test)]
 mod conformance_authorizer;
 mod declarations;
+#[cfg(test)]
+mod differential;
 mod direct;
 pub mod engine;
 pub mod environment;
@@ -486,6 +488,7 @@ impl CelPolicy {
     /// would with [`CelPolicy::libraries`], reading the expressions' text
     /// only for the time library.
     pub fn prepare(&self, expression: &mut ::cel::common::ast::IdedExpr) {
+        libraries::double_text::rewrite(expression);
         let uses_time = *self.uses_time.get_or_init(|| {
             self.sources()
                 .any(|(_, source)| environment::identifiers(source).any(environment::names_time))

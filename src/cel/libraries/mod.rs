@@ -18,6 +18,7 @@ use ::cel::{Env, ExecutionError, Value};
 
 pub mod authorizer;
 pub mod data;
+pub mod double_text;
 pub mod format;
 pub mod gzip;
 pub mod hash;
@@ -181,6 +182,21 @@ pub(crate) fn boolean<'b, 'v>(value: bool) -> Result<CowVal<'b, 'v>, ExecutionEr
 
 pub(crate) fn int<'b, 'v>(value: i64) -> Result<CowVal<'b, 'v>, ExecutionError> {
     Ok(CowVal::owned(CelInt::from(value)))
+}
+
+/// Puts `argument` inside a call of `function` (a compile-time rewrite).
+pub(crate) fn wrap_in_call(argument: &mut ::cel::common::ast::IdedExpr, function: &str) {
+    use ::cel::common::ast::{CallExpr, Expr, IdedExpr};
+    // The interpreter reads no ids: the wrapper takes its argument's.
+    let inner = std::mem::take(argument);
+    *argument = IdedExpr {
+        id: inner.id,
+        expr: Expr::Call(CallExpr {
+            func_name: function.to_string(),
+            target: None,
+            args: vec![inner],
+        }),
+    };
 }
 
 /// Whether `source` calls `name` as a global function (`name(`, not

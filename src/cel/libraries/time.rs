@@ -16,7 +16,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use ::cel::common::ast::{CallExpr, Expr, IdedExpr, operators};
+use ::cel::common::ast::{Expr, IdedExpr, operators};
 use ::cel::common::types::{Kind, Type};
 use ::cel::common::value::CowVal;
 use ::cel::objects::Opaque;
@@ -356,16 +356,7 @@ pub fn rewrite_for_times(expr: &mut IdedExpr) {
         && call.func_name == "format"
         && let [list] = call.args.as_mut_slice()
     {
-        // The interpreter reads no ids: the wrapper takes its argument's.
-        let inner = std::mem::take(list);
-        *list = IdedExpr {
-            id: inner.id,
-            expr: Expr::Call(CallExpr {
-                func_name: FORMAT_ARGS.to_string(),
-                target: None,
-                args: vec![inner],
-            }),
-        };
+        super::wrap_in_call(list, FORMAT_ARGS);
         return;
     }
     if let Expr::Call(call) = &mut expr.expr
@@ -542,6 +533,19 @@ pub fn to_json(value: &Value) -> Option<String> {
         return Some(t.0.to_rfc3339_nano());
     }
     opaque.downcast_ref::<Duration>().map(|d| seconds_text(d.0))
+}
+
+/// A timestamp or duration as the differential run compares them: its
+/// kind and nanoseconds (since the epoch, for a timestamp).
+#[cfg(test)]
+pub(crate) fn nanos(value: &Value) -> Option<(&'static str, i128)> {
+    let Value::Opaque(opaque) = value else {
+        return None;
+    };
+    if let Some(t) = opaque.downcast_ref::<Timestamp>() {
+        return Some(("timestamp", t.0.nanos));
+    }
+    opaque.downcast_ref::<Duration>().map(|d| ("duration", d.0))
 }
 
 #[cfg(test)]

@@ -1,0 +1,96 @@
+"""The differences docs/cel.md explains under "Differences that remain": each
+a predicate over a case and both answers that returns the section's words, or
+None for a difference nobody has explained. Most are expressions
+kube-apiserver refuses when the policy is created and this policy accepts at
+load (then evaluates, or fails at admission)."""
+
+import json
+import re
+
+# cel-go's messages, as the reference's compile error gives them, and which
+# docs/cel.md entry explains the policy's answer.
+CHECKED_LATER = [
+    (r"invalid (duration|timestamp|regex) argument",
+     "literal arguments of duration(), timestamp() and matches() are checked when evaluated"),
+    (r"error during formatting",
+     "format() clauses are checked when evaluated (cel-go checks constant ones at compile)"),
+    (r"program instantiation failed",
+     "constant subexpressions that fail are errors when evaluated (cel-go's optimizer folds them at compile)"),
+    (r"undeclared reference to '(math|cel)'",
+     "math.greatest/least and cel.bind (rewritten as macros) are accepted in a MutatingAdmissionPolicy"),
+    (r"found no matching overload for 'reverse' applied to 'string",
+     "string reverse() (cel-go's strings v3) is accepted in a MutatingAdmissionPolicy"),
+    (r"expected type '.*' but found '.*'",
+     "the load-time type check is looser than cel-go's checker (mixed-type list and map literals)"),
+    (r"found no matching overload for",
+     "the load-time type check is looser than cel-go's checker (operands of mismatched types)"),
+]
+
+
+def same_but_order(a, b):
+    """Whether two typed lists hold the same items in another order."""
+    if not (isinstance(a, dict) and isinstance(b, dict) and "list" in a and "list" in b):
+        return False
+    key = lambda item: json.dumps(item, sort_keys=True)
+    return sorted(map(key, a["list"])) == sorted(map(key, b["list"]))
+
+
+def cel(case, reference, ours):
+    statuses = {answer.get("status") for answer in ours.values()}
+    if reference.get("status") == "value" and statuses == {"value"}:
+        if all(same_but_order(reference.get("value"), answer.get("value")) for answer in ours.values()) \
+                and any(reference.get("value") != answer.get("value") for answer in ours.values()):
+            return "the order a map's entries are visited in (unspecified: Go's maps and the crate's hash maps)"
+        if "format(" in case["expression"]:
+            return "format() writes lists, maps and doubles its own way (cel-go quotes strings, groups %f digits)"
+        return None
+    if reference.get("status") == "value" and statuses == {"eval_error"}:
+        if all("repeated key" in (answer.get("message") or "") for answer in ours.values()):
+            return "a map literal with a repeated key is an error (cel-go keeps the last)"
+        return None
+    if reference.get("status") == "eval_error" and statuses == {"value"}:
+        if "no such overload: isSorted" in (reference.get("message") or ""):
+            return "isSorted() over a list built from unstructured values answers (cel-go finds no overload)"
+        return None
+    if reference.get("status") != "compile_error":
+        return None
+    if "compile_error" in statuses:
+        return None
+    message = " ".join(reference.get("errors") or [])
+    for pattern, reason in CHECKED_LATER:
+        if re.search(pattern, message):
+            return reason
+    return None
+
+
+REFUSED_EARLIER = [
+    (r"is not a valid label value|is not a valid (label|annotation) key|not a valid label",
+     "a literal label or annotation the API server would refuse is refused at load"),
+    (r"type mismatch: unexpected type name",
+     "Object type names that do not follow the field path are refused at load"),
+]
+
+
+# What the policy said at admission, and which docs/cel.md entry explains it.
+DECIDED_AT_ADMISSION = [
+    (r"which says which object this is",
+     "a mutation that renames the object (metadata.name, namespace) is refused"),
+    (r"is not a valid (label |annotation )?(key|value)|is not a valid label value",
+     "a label or annotation the API server would refuse fails the mutation, judged by failurePolicy"),
+]
+
+
+def mutation(case, reference, ours):
+    if reference.get("status") == "refused" and ours.get("settings_valid", True):
+        return cel(case, {"status": "compile_error", "errors": reference.get("errors")},
+                   {"policy": {"status": "accepted"}})
+    if not ours.get("settings_valid", True) and reference.get("status") != "refused":
+        message = ours.get("settings_message") or ""
+        for pattern, reason in REFUSED_EARLIER:
+            if re.search(pattern, message):
+                return reason
+    said = " ".join([ours.get("message") or ""] + (ours.get("warnings") or []))
+    for pattern, reason in DECIDED_AT_ADMISSION:
+        if re.search(pattern, said):
+            return reason
+    return None

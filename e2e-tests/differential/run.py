@@ -1,0 +1,385 @@
+"""`make differential`: generated cases through the reference implementations
+(the judges) and through the policy, compared answer by answer.
+
+Judges: `cel` (k8s.io/apiserver's CEL environment, through
+e2e-tests/oracle/kubernetes, against the policy's evaluation run three ways:
+as shipped, with the direct evaluator off, and with the subset parser off too)
+and `mutating-admission-policy` (the same oracle's patchers against policy.wasm
+in the wasm host). Differences are shrunk to a minimal case and printed; those
+docs/cel.md lists under "Differences that remain" are counted as explained.
+
+Usage: run.py --cases N --seed S --policy policy.wasm [--judges cel,map]"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import generate  # noqa: E402
+import explained  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PATHS = ["shipped", "crate_evaluator", "crate_parser"]
+
+
+def run_lines(command, cases, env=None):
+    """Feeds cases (JSON lines) to `command`, returns its answers by id."""
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        for case in cases:
+            f.write(json.dumps(case) + "\n")
+        path = f.name
+    try:
+        with open(path) as stdin:
+            out = subprocess.run(command, stdin=stdin, capture_output=True, text=True, env=env, cwd=ROOT)
+        if out.returncode != 0:
+            raise SystemExit(f"{command[0]} failed ({out.returncode}):\n{out.stderr[-3000:]}")
+        answers = {}
+        for line in out.stdout.splitlines():
+            answer = json.loads(line)
+            answers[answer.get("id")] = answer
+        return answers
+    finally:
+        os.unlink(path)
+
+
+def oracle(cases):
+    binary = subprocess.run([os.path.join(ROOT, "e2e-tests/oracle/kubernetes/build.sh")],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    return run_lines([binary], cases)
+
+
+def policy_cel(cases):
+    """The policy's CEL evaluation, by the crate's ignored test (native)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cases_path, answers_path = os.path.join(tmp, "cases.jsonl"), os.path.join(tmp, "answers.jsonl")
+        with open(cases_path, "w") as f:
+            for case in cases:
+                f.write(json.dumps(case) + "\n")
+        env = dict(os.environ, DIFFERENTIAL_CASES=cases_path, DIFFERENTIAL_ANSWERS=answers_path)
+        out = subprocess.run(["cargo", "test", "--quiet", "--lib", "--", "--ignored", "--exact",
+                              "cel::differential::differential_cel"],
+                             cwd=ROOT, env=env, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"the policy's CEL harness failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+        answers = {}
+        with open(answers_path) as f:
+            for line in f:
+                answer = json.loads(line)
+                answers[answer["id"]] = answer["paths"]
+        return answers
+
+
+def policy_wasm(cases, wasm):
+    """MutatingAdmissionPolicy cases through policy.wasm in the wasm host."""
+    command = ["cargo", "run", "--quiet", "-p", "policy-host", "--profile", "host", "--bin", "differential", "--",
+               wasm]
+    return run_lines(command, cases)
+
+
+# ---- comparison -----------------------------------------------------------
+
+def normal(value):
+    """A typed value in the form both sides are compared in."""
+    if isinstance(value, dict):
+        if "double" in value and isinstance(value["double"], (int, float)):
+            return {"double": float(value["double"])}
+        if "map" in value:
+            entries = sorted(([normal(k), normal(v)] for k, v in value["map"]),
+                             key=lambda e: json.dumps(e[0], sort_keys=True))
+            return {"map": entries}
+        if "opaque" in value:
+            # Library values (IP, CIDR, Quantity, Semver, URL): compared by
+            # type; expressions compare their contents through functions.
+            return {"opaque": value["opaque"]}
+        return {k: normal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normal(v) for v in value]
+    return value
+
+
+def as_json(value):
+    """A typed value as JSON holds it: what the direct evaluator answers."""
+    if not isinstance(value, dict):
+        return value
+    if "list" in value:
+        return [as_json(v) for v in value["list"]]
+    if "map" in value:
+        return {json.dumps(as_json(k)): as_json(v) for k, v in value["map"]}
+    for number in ("int", "uint"):
+        if number in value:
+            return int(value[number])
+    if "double" in value:
+        return float(value["double"]) if isinstance(value["double"], (int, float)) else value["double"]
+    return value
+
+
+def verdict(answer, in_json=False):
+    """(class, value): class is value, compile_error, eval_error."""
+    status = answer.get("status")
+    if status == "value":
+        value = normal(answer.get("value"))
+        return "value", as_json(value) if in_json else value
+    return status, None
+
+
+def compare_cel(case, reference, ours):
+    """A list of (path, kind, detail) differences for one CEL case."""
+    diffs = []
+    for path in PATHS:
+        mine = ours.get(path, {})
+        in_json = bool(mine.get("json"))
+        ref_class, ref_value = verdict(reference, in_json)
+        my_class, my_value = verdict(mine, in_json)
+        if (ref_class, ref_value) != (my_class, my_value):
+            diffs.append((path, f"{ref_class}->{my_class}", {"reference": reference, "policy": mine}))
+    return diffs
+
+
+def shrink_cel(case, still_differs):
+    """Smaller expressions first: each variable dropped, then the
+    expression's bracketed parts tried in its place."""
+    best = case
+    changed = True
+    while changed:
+        changed = False
+        for candidate in smaller_cel(best):
+            if still_differs(candidate):
+                best, changed = candidate, True
+                break
+    return best
+
+
+def subexpressions(text):
+    """The bracketed and comma-separated parts of an expression."""
+    parts, stack = [], []
+    quote = None
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = None
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            stack.append(i)
+        elif ch in ")]}" and stack:
+            start = stack.pop()
+            inner = text[start + 1:i]
+            parts.append(inner)
+            depth, piece, q = 0, "", None
+            for c in inner:
+                if q:
+                    piece += c
+                    if c == q:
+                        q = None
+                    continue
+                if c in "'\"":
+                    q = c
+                if c in "([{":
+                    depth += 1
+                if c in ")]}":
+                    depth -= 1
+                if c == "," and depth == 0:
+                    parts.append(piece.strip())
+                    piece = ""
+                else:
+                    piece += c
+            parts.append(piece.strip())
+    seen, out = set(), []
+    for p in sorted(parts, key=len):
+        if p and p != text and p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out
+
+
+def smaller_cel(case):
+    if case.get("variables") and "variables." not in case["expression"]:
+        yield dict(case, variables=[])
+    for part in subexpressions(case["expression"]):
+        yield dict(case, expression=part)
+
+
+def as_served(cases):
+    """Each case's object as the API server would hold it (decoded into its
+    type and encoded back: empty maps and lists left out, for one): both
+    sides see that."""
+    answers = oracle([{"id": c["id"], "op": "normalize", "object": c["object"]} for c in cases])
+    served = []
+    for case in cases:
+        answer = answers.get(case["id"], {})
+        if answer.get("status") == "normalized":
+            served.append(dict(case, object=answer["object"]))
+    return served
+
+
+def run_cel(n, seed, report):
+    started = time.time()
+    cases = as_served(generate.cel_cases(n, seed))
+    reference = oracle(cases)
+    ours = policy_cel(cases)
+    differences = []
+    agreements = 0
+    for case in cases:
+        diffs = compare_cel(case, reference[case["id"]], ours[case["id"]])
+        if diffs:
+            differences.append((case, diffs))
+        else:
+            agreements += 1
+
+    def differs(candidate):
+        candidate = dict(candidate, id="shrink")
+        ref = oracle([candidate])["shrink"]
+        mine = policy_cel([candidate])["shrink"]
+        return bool(compare_cel(candidate, ref, mine))
+
+    unexplained = 0
+    kinds = {}
+    for case, diffs in differences:
+        reason = explained.cel(case, reference[case["id"]], ours[case["id"]])
+        key = reason or "unexplained " + diffs[0][1]
+        kinds.setdefault(key, []).append((case, diffs))
+        if not reason:
+            unexplained += 1
+    shown = 0
+    for key, items in sorted(kinds.items()):
+        report(f"  {len(items):6d}  {key}")
+        if key.startswith("unexplained") and shown < 12:
+            for case, diffs in items[:3]:
+                small = shrink_cel(case, differs) if shown < 12 else case
+                shown += 1
+                ref = oracle([dict(small, id="s")])["s"]
+                mine = policy_cel([dict(small, id="s")])["s"]
+                report(f"          {case['id']}: {small['expression']!r}"
+                       + (f" variables={small['variables']}" if small.get("variables") else ""))
+                report(f"            cel-go: {json.dumps(ref)[:300]}")
+                for path in PATHS:
+                    report(f"            {path}: {json.dumps(mine[path])[:300]}")
+    elapsed = time.time() - started
+    return {"judge": "cel", "cases": len(cases), "agreements": agreements, "differences": len(differences),
+            "unexplained": unexplained, "seconds": elapsed}
+
+
+# ---- MutatingAdmissionPolicy ------------------------------------------------
+
+def admission_request(case):
+    obj = case["object"]
+    api_version = obj.get("apiVersion", "")
+    group, _, version = api_version.rpartition("/")
+    kind = {"group": group, "version": version, "kind": obj.get("kind", "")}
+    meta = obj.get("metadata", {})
+    return {"uid": "differential", "kind": kind, "resource": case["resource"], "requestKind": kind,
+            "requestResource": case["resource"], "name": meta.get("name", ""),
+            "namespace": meta.get("namespace", ""), "operation": case.get("operation", "CREATE"),
+            "userInfo": {"username": "system:kube-scheduler", "groups": ["system:authenticated"]},
+            "object": obj, "oldObject": None, "dryRun": False,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}
+
+
+def map_outcome(reference):
+    """What the API server does with the request: (verdict, object)."""
+    status = reference.get("status")
+    if status == "refused":
+        return "refused", None
+    if status == "skipped":
+        return "unchanged", None
+    if status in ("error", "invalid"):
+        return "rejected", None
+    errors = reference.get("errors") or []
+    failure = reference.get("_failurePolicy", "Fail")
+    if errors and failure == "Fail":
+        return "rejected", None
+    return "admitted", reference.get("object")
+
+
+def run_map(n, seed, wasm, report):
+    started = time.time()
+    cases = as_served(generate.map_cases(n, seed))
+    reference = oracle(cases)
+    requests = [{"id": c["id"], "settings": c["policy"], "request": admission_request(c)} for c in cases]
+    ours = policy_wasm(requests, wasm)
+    # The policy's objects, decoded and encoded as the API server would.
+    normalize = [{"id": c["id"], "op": "normalize", "object": ours[c["id"]].get("object")}
+                 for c in cases if ours[c["id"]].get("object") is not None]
+    normalized = oracle(normalize)
+    originals = oracle([{"id": c["id"], "op": "normalize", "object": c["object"]} for c in cases])
+    agreements, differences, unexplained = 0, 0, 0
+    kinds = {}
+    for case in cases:
+        ref = dict(reference[case["id"]], _failurePolicy=case["policy"]["spec"].get("failurePolicy", "Fail"))
+        ref_verdict, ref_object = map_outcome(ref)
+        mine = ours[case["id"]]
+        if not mine.get("settings_valid", True):
+            my_verdict, my_object = "refused", None
+        elif not mine.get("accepted"):
+            my_verdict, my_object = "rejected", None
+        else:
+            my_verdict = "admitted"
+            n_answer = normalized.get(case["id"])
+            my_object = n_answer.get("object") if n_answer and n_answer.get("status") == "normalized" else None
+            if n_answer and n_answer.get("status") != "normalized":
+                my_verdict = "admitted-undecodable"
+            elif n_answer and n_answer.get("errors"):
+                # The API server validates what the webhook returned.
+                my_verdict, my_object = "rejected", None
+            if mine.get("object") is None:
+                my_object = originals[case["id"]].get("object")
+        if ref_verdict == "unchanged":
+            ref_verdict, ref_object = "admitted", originals[case["id"]].get("object")
+        if (ref_verdict, ref_object) == (my_verdict, my_object):
+            agreements += 1
+            continue
+        differences += 1
+        reason = explained.mutation(case, ref, mine)
+        key = reason or f"unexplained {ref_verdict}->{my_verdict}"
+        kinds.setdefault(key, []).append((case, ref, mine, ref_object, my_object))
+        if not reason:
+            unexplained += 1
+    for key, items in sorted(kinds.items()):
+        report(f"  {len(items):6d}  {key}")
+        if key.startswith("unexplained"):
+            for case, ref, mine, ref_object, my_object in items[:3]:
+                report(f"          {case['id']}: {json.dumps(case['policy']['spec']['mutations'])[:600]}")
+                report(f"            object: {json.dumps(case['object'])[:300]}")
+                report(f"            kube-apiserver: {json.dumps(ref)[:400]}")
+                report(f"            policy: {json.dumps(mine)[:400]}")
+                if ref_object and my_object:
+                    for k in sorted(set(ref_object) | set(my_object)):
+                        if ref_object.get(k) != my_object.get(k):
+                            report(f"            {k}: apiserver {json.dumps(ref_object.get(k))[:300]}")
+                            report(f"            {k}: policy    {json.dumps(my_object.get(k))[:300]}")
+    return {"judge": "mutating-admission-policy", "cases": len(cases), "agreements": agreements,
+            "differences": differences, "unexplained": unexplained, "seconds": time.time() - started}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--policy", default=os.path.join(ROOT, "policy.wasm"))
+    parser.add_argument("--judges", default="cel,map")
+    args = parser.parse_args()
+    results = []
+    for judge in args.judges.split(","):
+        print(f"{judge}: {args.cases} cases, seed {args.seed}", flush=True)
+        if judge == "cel":
+            results.append(run_cel(args.cases, args.seed, lambda line: print(line, flush=True)))
+        elif judge == "map":
+            results.append(run_map(args.cases, args.seed, args.policy, lambda line: print(line, flush=True)))
+        else:
+            raise SystemExit(f"unknown judge {judge}")
+    for r in results:
+        print(f"{r['judge']}: {r['cases']} cases, {r['differences']} differences, {r['unexplained']} unexplained"
+              f" ({r['agreements']} agreements, {r['seconds']:.0f} s)")
+    total = sum(r["cases"] for r in results)
+    unexplained = sum(r["unexplained"] for r in results)
+    print(f"total: {total} cases, {unexplained} unexplained differences")
+    sys.exit(1 if unexplained else 0)
+
+
+if __name__ == "__main__":
+    main()
