@@ -358,6 +358,10 @@ run_case() {
   run_case cel_mutate_existing_bound_pod
 }
 
+@test "cel_mutate_existing_admission_half: Kyverno's label-existing-namespaces sample: the Namespace being created is labelled, as Kyverno's webhook labels it" {
+  run_case cel_mutate_existing_admission_half
+}
+
 @test "cel_apply_atomic_refused: a MutatingAdmissionPolicy's apply configuration sets a Pod's nodeSelector, an atomic map: refused as Kubernetes refuses it, and failurePolicy Fail rejects the Pod" {
   run_case cel_apply_atomic_refused
 }

@@ -1,12 +1,22 @@
-//! Kyverno's `evaluation.mutateExisting`, honoured for the one existing
-//! object an admission can reach: the Pod a `pods/binding` request binds.
+//! Kyverno's `evaluation.mutateExisting`: what of it an admission runs.
 //!
-//! Kyverno's webhook does not run a policy with `targetMatchConstraints`
-//! over the request; its background controller runs it over each target
-//! the constraints name, once the request's `matchConditions` hold, with
-//! `object` the target, its exceptions checked over the target and
-//! `targetMatchConditions` in place of `matchConditions`. Here that run
-//! happens at the binding: the Pod
+//! Kyverno runs a mutate-existing MutatingPolicy in two halves. Its webhook
+//! runs every MutatingPolicy whose `targetMatchConstraints` name no targets
+//! (no resource rules, no expression) over the object being admitted, a
+//! mutate-existing one included, unless `evaluation.admission.enabled` is
+//! false: that half runs here as any policy does ([`super::engine`]). Its
+//! background controller then mutates existing objects (the targets, or
+//! without them every object the match constraints select) on each
+//! admission that matches and when the policy changes; a Kubewarden policy
+//! has no counterpart of that, and [`warning`] says so at load.
+//!
+//! The one existing object an admission can reach is the Pod a
+//! `pods/binding` request binds, and that background run is honoured for
+//! it. Kyverno's webhook leaves a policy with targets alone; its background
+//! controller runs it over each target the constraints name, once the
+//! request's `matchConditions` hold, with `object` the target, its
+//! exceptions checked over the target and `targetMatchConditions` in place
+//! of `matchConditions`. Here that run happens at the binding: the Pod
 //! is read through the host as `targetMatchConstraints.expression` names it,
 //! seen as it will be once bound (`spec.nodeName` set and the Binding's
 //! annotations copied, as the API server does), and what the mutations
@@ -14,8 +24,6 @@
 //! server copies onto the Pod. A failure in Kyverno's background run leaves
 //! the admission alone; so here a target that cannot be mutated this way is
 //! a warning, and the Binding goes on unchanged.
-
-use std::fmt::Display;
 
 use serde_json::{Map, Value};
 
@@ -55,61 +63,76 @@ fn names_bound_pod(expression: &str) -> bool {
         && matches!(name, "object.metadata.name" | "request.name")
 }
 
-/// Whether the policy mutates the Pod being bound; refuses any other
-/// `mutateExisting`, naming the field.
-pub(super) fn check(spec: &CelSpec, spec_at: &dyn Display) -> Result<bool, String> {
-    let enabled = spec
-        .evaluation
+/// Whether `targetMatchConstraints` name targets (resource rules or an
+/// expression): Kyverno's webhook then leaves the request alone.
+pub(super) fn names_targets(spec: &CelSpec) -> bool {
+    spec.target_match_constraints.as_ref().is_some_and(|t| {
+        !t.resource_rules.is_empty() || t.expression.as_deref().is_some_and(|e| !e.is_empty())
+    })
+}
+
+fn mutate_existing(spec: &CelSpec) -> bool {
+    spec.evaluation
         .as_ref()
         .and_then(|e| e.mutate_existing.as_ref())
-        .and_then(|m| m.enabled);
-    if enabled != Some(true) {
-        return Ok(false);
-    }
+        .and_then(|m| m.enabled)
+        == Some(true)
+}
+
+/// Whether the policy is `mutateExisting` on the Pod being bound: it
+/// matches only `pods/binding`, and its target is the bound Pod alone.
+pub(super) fn check(spec: &CelSpec) -> bool {
     let binding_only = spec.match_constraints.as_ref().is_some_and(|c| {
         !c.resource_rules.is_empty()
             && c.resource_rules.iter().all(|rule| {
                 !rule.resources.is_empty() && rule.resources.iter().all(|r| r == "pods/binding")
             })
     });
-    if !binding_only {
-        return Err(format!(
-            "{spec_at}.evaluation.mutateExisting.enabled: {HONOURED}; other existing objects are mutated by Kyverno's background controller, which a Kubewarden policy has no counterpart of"
-        ));
-    }
-    let Some(target) = &spec.target_match_constraints else {
-        return Err(format!(
-            "{spec_at}.targetMatchConstraints: required with mutateExisting: without it the targets are every existing object the match constraints select; {HONOURED}"
-        ));
+    let Some(target) = spec.target_match_constraints.as_ref() else {
+        return false;
     };
-    match &target.expression {
-        Some(expression) if names_bound_pod(expression) => {}
-        Some(expression) => {
-            return Err(format!(
-                "{spec_at}.targetMatchConstraints.expression: {expression:?}: {HONOURED}"
-            ));
-        }
-        None => {
-            return Err(format!(
-                "{spec_at}.targetMatchConstraints.expression: required: without it the targets are every Pod the resource rules select; {HONOURED}"
-            ));
-        }
+    let pods_only = target.resource_rules.iter().all(|rule| {
+        rule.resources.iter().all(|r| r == "pods")
+            && rule.api_groups.iter().all(|g| g.is_empty() || g == "*")
+    });
+    mutate_existing(spec)
+        && binding_only
+        && target.expression.as_deref().is_some_and(names_bound_pod)
+        && pods_only
+        && target.exclude_resource_rules.is_empty()
+}
+
+/// What a Kyverno policy's `mutateExisting` (or targets without it) does
+/// here and what it leaves to Kyverno's background controller, naming the
+/// field; `None` when nothing is left out (neither, or the bound Pod).
+pub(super) fn warning(policy: &CelPolicy) -> Option<String> {
+    if policy.bound_pod || !policy.kind.is_kyverno() {
+        return None;
     }
-    for (i, rule) in target.resource_rules.iter().enumerate() {
-        let pods = rule.resources.iter().all(|r| r == "pods")
-            && rule.api_groups.iter().all(|g| g.is_empty() || g == "*");
-        if !pods {
-            return Err(format!(
-                "{spec_at}.targetMatchConstraints.resourceRules[{i}]: the target is the Pod being bound: core pods only"
-            ));
-        }
-    }
-    if !target.exclude_resource_rules.is_empty() {
-        return Err(format!(
-            "{spec_at}.targetMatchConstraints.excludeResourceRules: not supported: the target is the one Pod being bound"
+    let spec = &policy.spec;
+    let (at, kind, name) = (&policy.at, policy.kind.name(), &policy.name);
+    let targets = names_targets(spec);
+    if !mutate_existing(spec) {
+        return targets.then(|| format!(
+            "{at}.spec.targetMatchConstraints: {kind} {name:?} has targets without evaluation.mutateExisting.enabled: it changes nothing, in Kyverno as here"
         ));
     }
-    Ok(true)
+    let here = if !policy.admission_enabled() {
+        "evaluation.admission.enabled is false, so nothing runs here"
+    } else if targets {
+        "with targets, Kyverno's webhook leaves the object being admitted alone, and so does this policy"
+    } else {
+        "the object being admitted is mutated, as Kyverno's webhook mutates it"
+    };
+    let (background, hint) = match targets {
+        true if policy.matches_bindings() => ("the targets", HONOURED),
+        true => ("the targets", ""),
+        false => ("other existing objects", ""),
+    };
+    let hint_at = if hint.is_empty() { "" } else { "; " };
+    Some(format!(
+        "{at}.spec.evaluation.mutateExisting.enabled: {kind} {name:?}: {here}; the background half, mutating {background}, needs Kyverno's background controller, which a Kubewarden policy has no counterpart of{hint_at}{hint}"
+    ))
 }
 
 /// The Pod being bound, read whole through the host. The load-time check
@@ -273,6 +296,7 @@ fn metadata_map<'v>(object: &'v mut Value, key: &str) -> Option<&'v mut Map<Stri
 
 #[cfg(test)]
 mod tests {
+    use kubewarden_policy_sdk::response::ValidationResponse;
     use serde_json::{Value, json};
 
     use super::names_bound_pod;
@@ -420,33 +444,157 @@ mod tests {
         }
     }
 
+    /// The load-time warnings of the settings (policy-server's log).
+    fn warnings(settings: &Value) -> Vec<String> {
+        let (verdict, warnings) =
+            crate::check_settings_and_warn(&serde_json::to_vec(settings).unwrap());
+        assert!(verdict.valid, "{:?}", verdict.message);
+        warnings
+    }
+
+    /// Kyverno's `other-mpol/label-existing-namespaces`, in short: every
+    /// Namespace gets `mykey: myvalue`.
+    fn label_namespaces(evaluation: Value) -> Value {
+        json!({"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy",
+            "metadata": {"name": "label-existing-namespaces"},
+            "spec": {"evaluation": evaluation,
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"], "resources": ["namespaces"]}]},
+                "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                    "Object{metadata: Object.metadata{labels: {'mykey': 'myvalue'}}}"}}]}})
+    }
+
+    fn labels(response: &ValidationResponse) -> Option<Value> {
+        response
+            .mutated_object
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/labels"))
+            .cloned()
+    }
+
     #[test]
-    fn any_other_mutate_existing_is_refused_naming_the_field() {
+    fn the_admission_half_mutates_the_trigger_with_a_warning_for_the_rest() {
+        let policy = label_namespaces(json!({"mutateExisting": {"enabled": true}}));
+        let table = Table::default();
+        let response = run_on(request("namespace-create.json"), policy.clone(), &table);
+        assert!(response.accepted, "{:?}", response.message);
+        assert_eq!(
+            labels(&response),
+            Some(json!({"kubernetes.io/metadata.name": "team-a", "mykey": "myvalue"}))
+        );
+        assert!(table.reads().is_empty(), "{:?}", table.reads());
+        assert_eq!(
+            warnings(&policy),
+            [
+                "settings.spec.evaluation.mutateExisting.enabled: MutatingPolicy \"label-existing-namespaces\": the object being admitted is mutated, as Kyverno's webhook mutates it; the background half, mutating other existing objects, needs Kyverno's background controller, which a Kubewarden policy has no counterpart of"
+            ]
+        );
+        // `targetMatchConstraints` without targets is none, as Kyverno reads it.
+        let mut empty = policy.clone();
+        empty["spec"]["targetMatchConstraints"] = json!({"resourceRules": []});
+        let response = run_on(request("namespace-create.json"), empty, &Table::default());
+        assert_eq!(labels(&response).unwrap()["mykey"], "myvalue");
+        // matchConditions gate the admission half as any policy's.
+        let mut gated = policy;
+        gated["spec"]["matchConditions"] =
+            json!([{"name": "not-team-a", "expression": "object.metadata.name != 'team-a'"}]);
+        let response = run_on(request("namespace-create.json"), gated, &Table::default());
+        assert!(response.accepted && response.mutated_object.is_none());
+    }
+
+    #[test]
+    fn admission_disabled_skips_the_admission_half() {
+        let policy = label_namespaces(json!({"admission": {"enabled": false},
+            "mutateExisting": {"enabled": true}}));
+        let table = Table::default();
+        let response = run_on(request("namespace-create.json"), policy.clone(), &table);
+        assert!(response.accepted && response.mutated_object.is_none());
+        assert!(table.reads().is_empty());
+        let warned = warnings(&policy);
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(
+            warned[0].starts_with("settings.spec.evaluation.mutateExisting.enabled: MutatingPolicy \"label-existing-namespaces\": evaluation.admission.enabled is false, so nothing runs here; the background half"),
+            "{warned:?}"
+        );
+        // Written true, it runs, as by default.
+        let policy = label_namespaces(json!({"admission": {"enabled": true},
+            "mutateExisting": {"enabled": true}}));
+        let response = run_on(request("namespace-create.json"), policy, &Table::default());
+        assert_eq!(labels(&response).unwrap()["mykey"], "myvalue");
+    }
+
+    #[test]
+    fn other_targets_load_with_a_warning_and_leave_the_request_alone() {
+        // Not the bound Pod: Kyverno's webhook leaves such a policy to its
+        // background controller; so the Binding goes on untouched, unread.
         let mut pods = zone_onto_the_bound_pod(json!({}));
         pods["spec"]["matchConstraints"]["resourceRules"][0]["resources"] = json!(["pods"]);
-        let msg = refused(pods);
-        assert!(
-            msg.starts_with("settings.spec.evaluation.mutateExisting.enabled: the one target"),
-            "{msg}"
+        let configmaps = json!({"targetMatchConstraints": {"expression": THE_BOUND_POD,
+            "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]}});
+        for (settings, hint) in [
+            (pods, false),
+            (
+                zone_onto_the_bound_pod(json!({"targetMatchConstraints":
+                {"expression": "resource.list('v1', 'pods', object.metadata.namespace)"}})),
+                true,
+            ),
+            (
+                zone_onto_the_bound_pod(
+                    json!({"targetMatchConstraints": {"resourceRules": [{"apiGroups": [""],
+                "apiVersions": ["v1"], "resources": ["pods"]}]}}),
+                ),
+                true,
+            ),
+            (zone_onto_the_bound_pod(configmaps), true),
+            (
+                zone_onto_the_bound_pod(
+                    json!({"targetMatchConstraints": {"expression": THE_BOUND_POD,
+                "excludeResourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]}}),
+                ),
+                true,
+            ),
+        ] {
+            let table = cluster_with_the_pod(json!({}));
+            let response = run_on(request("binding.json"), settings.clone(), &table);
+            assert!(
+                response.accepted && response.mutated_object.is_none(),
+                "{settings}"
+            );
+            assert!(table.reads().is_empty(), "{:?}", table.reads());
+            let warned = warnings(&settings);
+            assert_eq!(warned.len(), 1, "{warned:?}");
+            let expected = "settings.spec.evaluation.mutateExisting.enabled: MutatingPolicy \"zone-on-bound-pod\": with targets, Kyverno's webhook leaves the object being admitted alone, and so does this policy; the background half, mutating the targets, needs Kyverno's background controller, which a Kubewarden policy has no counterpart of";
+            let expected = if hint {
+                format!(
+                    "{expected}; the one target an admission can reach is the Pod being bound: match only pods/binding, and name the Pod with targetMatchConstraints.expression: resource.get(\"v1\", \"pods\", object.metadata.namespace, object.metadata.name)"
+                )
+            } else {
+                expected.to_string()
+            };
+            assert_eq!(warned[0], expected);
+        }
+        // Targets without mutateExisting: Kyverno's webhook skips it too.
+        let mut targets_only = zone_onto_the_bound_pod(json!({"failurePolicy": "Ignore"}));
+        targets_only["spec"]["evaluation"] = json!({});
+        let table = cluster_with_the_pod(json!({}));
+        let response = run_on(request("binding.json"), targets_only.clone(), &table);
+        assert!(response.accepted && response.mutated_object.is_none());
+        assert!(table.reads().is_empty());
+        assert_eq!(
+            warnings(&targets_only),
+            [
+                "settings.spec.targetMatchConstraints: MutatingPolicy \"zone-on-bound-pod\" has targets without evaluation.mutateExisting.enabled: it changes nothing, in Kyverno as here"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_bound_pod_loads_without_a_warning_and_fields_are_still_checked() {
+        assert_eq!(
+            warnings(&zone_onto_the_bound_pod(json!({}))),
+            Vec::<String>::new()
         );
         for (extra, field) in [
-            (
-                json!({"targetMatchConstraints": null}),
-                "settings.spec.targetMatchConstraints: required",
-            ),
-            (
-                json!({"targetMatchConstraints": {"resourceRules": []}}),
-                "settings.spec.targetMatchConstraints.expression: required",
-            ),
-            (
-                json!({"targetMatchConstraints": {"expression": "resource.list('v1', 'pods', object.metadata.namespace)"}}),
-                "settings.spec.targetMatchConstraints.expression: \"resource.list",
-            ),
-            (
-                json!({"targetMatchConstraints": {"expression": THE_BOUND_POD,
-                "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]}}),
-                "settings.spec.targetMatchConstraints.resourceRules[0]",
-            ),
             (
                 json!({"targetMatchConstraints": {"expression": THE_BOUND_POD, "color": 1}}),
                 "settings.spec.targetMatchConstraints.color: unknown field",
@@ -454,6 +602,10 @@ mod tests {
             (
                 json!({"targetMatchConditions": [{"name": "c", "expression": "object.("}]}),
                 "settings.spec.targetMatchConditions[0].expression",
+            ),
+            (
+                json!({"targetMatchConstraints": {"expression": "resource.get('v1', 'pods', objct.metadata.namespace, 'x')"}}),
+                "settings.spec.targetMatchConstraints.expression",
             ),
             (
                 json!({"matchConstraints": {"expression": THE_BOUND_POD, "resourceRules": []}}),

@@ -395,12 +395,6 @@ fn mistakes_are_refused_at_load_with_the_path() {
         msg.starts_with("settings.spec.mutations[0].patchType: \"Merge\""),
         "{msg}"
     );
-    let msg = with(json!({"matchConstraints": binding_rules(), "mutations": [],
-        "evaluation": {"mutateExisting": {"enabled": true}}}));
-    assert!(
-        msg.starts_with("settings.spec.targetMatchConstraints: required"),
-        "{msg}"
-    );
     let msg = with(json!({"matchConstraints": binding_rules(), "mutationz": []}));
     assert!(
         msg.starts_with("settings.spec.mutationz: unknown field"),

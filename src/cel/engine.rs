@@ -86,13 +86,9 @@ pub enum CelResult {
 
 /// Runs `policy` over `object`; `Err` is a failure `failurePolicy` judges.
 pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<CelResult, String> {
-    let admission = policy
-        .spec
-        .evaluation
-        .as_ref()
-        .and_then(|e| e.admission.as_ref())
-        .and_then(|a| a.enabled);
-    if admission == Some(false) {
+    // Kyverno's webhook runs no policy with admission off, nor one whose
+    // targetMatchConstraints name targets (its background controller's).
+    if !policy.runs_on_admission() {
         return Ok(CelResult::Skipped);
     }
     if let Some(namespace) = &policy.namespace

@@ -374,7 +374,7 @@ impl CelPolicy {
                 "{spec_at}.mutations: required: a MutatingAdmissionPolicy has at least one mutation, as Kubernetes requires"
             ));
         }
-        let bound_pod = bound_pod::check(&spec, &spec_at)?;
+        let bound_pod = bound_pod::check(&spec);
         let mut autogen = Vec::new();
         let named = spec
             .autogen
@@ -578,6 +578,28 @@ impl CelPolicy {
             let names = rule.resource_names.first().map_or("", String::as_str);
             matching::rules_match(constraints, &binding(names))
         })
+    }
+
+    /// `evaluation.admission.enabled`, true unless false, as Kyverno reads it.
+    pub fn admission_enabled(&self) -> bool {
+        self.spec
+            .evaluation
+            .as_ref()
+            .and_then(|e| e.admission.as_ref())
+            .and_then(|a| a.enabled)
+            != Some(false)
+    }
+
+    /// Whether the policy runs over the object being admitted, as Kyverno's
+    /// webhook runs it: admission on, and no targets (but the bound Pod's).
+    pub fn runs_on_admission(&self) -> bool {
+        self.admission_enabled() && (self.bound_pod || !bound_pod::names_targets(&self.spec))
+    }
+
+    /// What of `evaluation.mutateExisting` does not run here, for
+    /// policy-server's log at load (`bound_pod`).
+    pub fn mutate_existing_warning(&self) -> Option<String> {
+        bound_pod::warning(self)
     }
 
     /// `targetMatchConstraints.expression`, where given.

@@ -364,8 +364,13 @@ impl PolicyPlan {
             // bindings, a Node that cannot be read then stops scheduling. (A
             // mutateExisting policy on the Pod being bound reads the Pod and
             // the Node in its run over the Pod, whose failures leave the
-            // Binding as it is.)
-            if !policy.failure_policy_given && !policy.bound_pod && policy.matches_bindings() {
+            // Binding as it is; one that does not run at admission fails
+            // nothing.)
+            if !policy.failure_policy_given
+                && !policy.bound_pod
+                && policy.runs_on_admission()
+                && policy.matches_bindings()
+            {
                 warnings.push(format!(
                     "{}.spec.failurePolicy: {} {:?} matches pods/binding and sets no failurePolicy, so it gets Fail, the default of its kind: a Node that cannot be read (or any other error) rejects the Binding, the scheduler retries, and Pods stay pending; set `failurePolicy: Ignore` to schedule them without the metadata, or `failurePolicy: Fail` to keep this",
                     policy.at,
@@ -373,6 +378,7 @@ impl PolicyPlan {
                     policy.name,
                 ));
             }
+            warnings.extend(policy.mutate_existing_warning());
         }
         for rule in &self.copy {
             // Keys under kubernetes.io/ and k8s.io/ are written only by an

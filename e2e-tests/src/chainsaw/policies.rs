@@ -123,21 +123,38 @@ impl LoadedPolicies {
 
     /// Adds (or replaces) `doc` and validates the settings that makes. A
     /// refusal of a policy that mutates existing resources is a skip: that
-    /// job is Kyverno's background controller's. When the background job is
-    /// one an admission can do (the targets are the trigger itself), returns
-    /// the kind and the policy rewritten to do it.
+    /// job is Kyverno's background controller's; so is a MutatingPolicy the
+    /// settings take with a warning that its background half does not run
+    /// here (the test's asserts are on what that half does). When the
+    /// background job is one an admission can do (the targets are the
+    /// trigger itself), returns the kind and the policy rewritten to do it.
     pub fn load(
         &mut self,
         module: &PolicyModule,
         doc: &Value,
         step: usize,
     ) -> Result<Option<(String, Value)>, TestOutcome> {
-        let verdict = |documents: &[Value]| -> Result<Option<String>, TestOutcome> {
+        let what = format!("{} {}", kind_of(doc), name_of(doc));
+        // The refusal, or the policy's warning that Kyverno's background
+        // controller would do more than the settings do.
+        let verdict = |documents: &[Value]| -> Result<Result<Option<String>, String>, TestOutcome> {
             let settings = settings_of(documents.to_vec());
             let verdict = module.validate_settings(&settings).map_err(|e| {
                 TestOutcome::Refused(format!("step {step}: validate_settings trapped: {e:#}"))
             })?;
-            Ok((!verdict.valid).then(|| verdict.message.unwrap_or_default()))
+            if !verdict.valid {
+                return Ok(Err(verdict.message.unwrap_or_default()));
+            }
+            let background = format!(
+                "evaluation.mutateExisting.enabled: {} {:?}",
+                kind_of(doc),
+                name_of(doc)
+            );
+            Ok(Ok(verdict.logged.into_iter().find_map(|line| {
+                line.split_once("node-metadata-policy: ")
+                    .filter(|(_, warning)| warning.contains(&background))
+                    .map(|(_, warning)| warning.to_string())
+            })))
         };
         let with = |doc: &Value| {
             let mut documents: Vec<Value> = self
@@ -157,11 +174,18 @@ impl LoadedPolicies {
             self.documents = documents;
             return Ok(None);
         }
-        let Some(message) = verdict(&documents)? else {
-            self.documents = documents;
-            return Ok(None);
+        let message = match verdict(&documents)? {
+            Ok(None) => {
+                self.documents = documents;
+                return Ok(None);
+            }
+            Ok(Some(warning)) => {
+                return Err(TestOutcome::Skipped(format!(
+                    "step {step}: {what} mutates existing resources, a job for Kyverno's background controller (the settings load it with the warning {warning:?})"
+                )));
+            }
+            Err(message) => message,
         };
-        let what = format!("{} {}", kind_of(doc), name_of(doc));
         if !mutates_existing(doc) {
             return Err(TestOutcome::Refused(format!(
                 "step {step}: {what}: {message}"
@@ -169,7 +193,7 @@ impl LoadedPolicies {
         }
         if let Some((kind, rewritten)) = background_as_admission(doc) {
             let documents = with(&rewritten);
-            if verdict(&documents)?.is_none() {
+            if verdict(&documents)? == Ok(None) {
                 self.documents = documents;
                 return Ok(Some((kind, rewritten)));
             }
