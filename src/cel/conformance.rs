@@ -899,3 +899,33 @@ fn patches_meet_kubernetes_schema_as_each_engine_checks_it() {
         Some(&json!({"zone": "a"}))
     );
 }
+
+#[test]
+fn a_failed_mutation_of_an_ignoring_admission_policy_leaves_the_others() {
+    // kube-apiserver's dispatcher records a failed mutation and runs the
+    // next on the object as it was (`make differential` seed 1, map-42):
+    // with failurePolicy Ignore the Pod keeps what the others did.
+    let policy = |failure: &str| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+            "metadata": {"name": "m"},
+            "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["pods"]}]},
+                "failurePolicy": failure, "reinvocationPolicy": "Never",
+                "mutations": [
+                    {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                        "Object{metadata: Object.metadata{annotations: {'first': 'x'}, labels: {'l': object.metadata.labels['missing']}}}"}},
+                    {"patchType": "JSONPatch", "jsonPatch": {"expression":
+                        "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'second': 'y'}}]"}}]}})
+    };
+    let response = run("pod-without-node-name.json", policy("Ignore"));
+    assert!(response.accepted, "{:?}", response.message);
+    assert_eq!(annotations(&response), json!({"second": "y"}));
+    let warnings = response.warnings.unwrap_or_default().join(" ");
+    assert!(
+        warnings.contains("MutatingAdmissionPolicy \"m\" mutations[0] not applied"),
+        "{warnings}"
+    );
+    // With Fail the request is rejected, as Kubernetes rejects it.
+    let response = run("pod-without-node-name.json", policy("Fail"));
+    assert!(!response.accepted);
+}
