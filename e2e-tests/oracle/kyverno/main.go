@@ -42,8 +42,10 @@ func main() {
 		switch os.Args[1] {
 		case "clitest":
 			os.Exit(runCLITests(oracle, os.Args[2:], os.Stdout))
+		case "totest":
+			os.Exit(runToTest(oracle, os.Args[2:], os.Stdin, os.Stdout))
 		default:
-			fmt.Fprintln(os.Stderr, "usage: kyverno-oracle < cases.jsonl > answers.jsonl\n       kyverno-oracle clitest [-v] DIR...")
+			fmt.Fprintln(os.Stderr, "usage: kyverno-oracle < cases.jsonl > answers.jsonl\n       kyverno-oracle clitest [-v] DIR...\n       kyverno-oracle totest DIR < cases.jsonl")
 			os.Exit(2)
 		}
 	}
