@@ -47,8 +47,9 @@ class Gen:
         if self.chance(0.5):
             c["env"] = [{"name": f"E{j}", "value": self.pick(LABEL_VALUES)} for j in range(self.r.randint(1, 3))]
         if self.chance(0.4):
-            c["ports"] = [{"containerPort": self.r.choice([80, 443, 8080, 9090]), "protocol": "TCP",
-                           "name": f"p{j}"} for j in range(self.r.randint(1, 2))]
+            # Distinct ports: the API server refuses a Pod that repeats one.
+            ports = self.r.sample([80, 443, 8080, 9090], self.r.randint(1, 2))
+            c["ports"] = [{"containerPort": port, "protocol": "TCP", "name": f"p{j}"} for j, port in enumerate(ports)]
         if self.chance(0.3):
             c["resources"] = {"requests": {"cpu": self.pick(["100m", "1", "250m"]),
                                            "memory": self.pick(["64Mi", "1Gi", "512M"])}}
@@ -455,3 +456,130 @@ if __name__ == "__main__":
     import sys
     for case in cel_cases(int(sys.argv[1]) if len(sys.argv) > 1 else 5, 1):
         print(json.dumps(case))
+
+
+# ---- Kyverno: MutatingPolicy and ClusterPolicy ------------------------------
+
+KINDS = {"pod": ("", "v1", "pods", "Pod"), "deployment": ("apps", "v1", "deployments", "Deployment"),
+         "node": ("", "v1", "nodes", "Node")}
+
+JMES = ["to_upper(request.object.metadata.name)", "to_lower('AbC')", "length(request.object.metadata.name)",
+        "join('-', ['a', request.object.metadata.name])", "split('a,b,c', ',')[1]",
+        "truncate(request.object.metadata.name, `3`)", "request.object.metadata.labels.app || 'none'",
+        "regex_replace_all('[0-9]+', request.object.metadata.name, 'N')", "base64_encode('ab')",
+        "request.object.metadata.namespace", "request.operation", "to_string(`5`)",
+        "request.object.spec.containers[0].image", "replace_all(request.object.metadata.name, '-', '_')",
+        "trim(' x ', ' ')", "sum(`[1, 2]`)", "compare('a', 'b')", "lookup(`{\"k\": \"v\"}`, 'k')",
+        "items(`{\"a\": 1}`, 'key', 'value')[0].key", "request.object.metadata.labels.missing"]
+
+
+class KyvernoGen(Gen):
+    def mpol(self, kind):
+        group, version, resource, _ = KINDS[kind]
+        mutations = []
+        for _ in range(self.r.randint(1, 2)):
+            if self.chance(0.6):
+                mutations.append({"patchType": "ApplyConfiguration",
+                                  "applyConfiguration": {"expression": self.apply_configuration(kind)}})
+            else:
+                mutations.append({"patchType": "JSONPatch", "jsonPatch": {"expression": self.json_patch(kind)}})
+        spec = {"matchConstraints": {"resourceRules": [{"apiGroups": [group], "apiVersions": [version],
+                                                        "operations": ["CREATE"], "resources": [resource]}]},
+                "failurePolicy": "Ignore", "mutations": mutations}
+        if self.chance(0.3):
+            spec["matchConditions"] = [{"name": "m", "expression": self.pick([
+                "has(object.metadata.labels)", "object.metadata.name.startsWith('pod-1')", "true"])}]
+        if self.chance(0.3):
+            spec["variables"] = [{"name": "a", "expression": "object.metadata.name"}]
+        return {"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy",
+                "metadata": {"name": "differential"}, "spec": spec}
+
+    def value(self):
+        return self.pick(["v", "{{ " + self.pick(JMES) + " }}", "x-{{ request.object.metadata.name }}", "",
+                          "{{ request.object.metadata.labels.app }}", 3, True])
+
+    def anchored_metadata(self):
+        key = self.pick(LABEL_KEYS + ["new"])
+        anchor = self.pick(["", "", "+", "=", "X", "^"])
+        if anchor in ("=", "X", "^"):
+            return {f"{anchor}({key})": self.pick(LABEL_VALUES)} if anchor != "^" else {"labels": {f"^({key})": "*"}}
+        return {(f"+({key})" if anchor == "+" else key): self.value()}
+
+    def strategic_merge(self, kind):
+        patch = {"metadata": {self.pick(["labels", "annotations"]): self.anchored_metadata()}}
+        if self.chance(0.3):
+            patch["metadata"] = {"(name)": self.pick(["pod-*", "?eb", "*"]), **patch["metadata"]}
+        if kind == "pod" and self.chance(0.5):
+            container = {"(name)": self.pick(["c0", "c*", "*"]), self.pick(["image", "+(imagePullPolicy)"]):
+                         self.pick(["nginx:2", "IfNotPresent", "{{ request.object.metadata.name }}"])}
+            if self.chance(0.3):
+                container = {"(image)": "*nginx*", "imagePullPolicy": "Always"}
+            patch["spec"] = {"containers": [container]}
+        if kind == "pod" and self.chance(0.2):
+            patch["spec"] = {"<(nodeSelector)": {"disk": "*"}, "tolerations": [{"key": "k", "operator": "Exists"}]}
+        return patch
+
+    def rule(self, kind, i):
+        _, _, _, Kind = KINDS[kind]
+        rule = {"name": f"r{i}", "match": {"any": [{"resources": {"kinds": [Kind]}}]}}
+        if self.chance(0.3):
+            op = self.pick(["Equals", "NotEquals", "In", "AnyIn", "AnyNotIn", "GreaterThan", "Equals"])
+            rule["preconditions"] = {self.pick(["all", "any"]): [{
+                "key": "{{ " + self.pick(JMES) + " }}", "operator": op,
+                "value": self.pick(["default", ["default", "team-a"], 1, "CREATE", "*"])}]}
+        shape = self.r.randint(0, 3)
+        if shape == 0:
+            rule["mutate"] = {"patchStrategicMerge": self.strategic_merge(kind)}
+        elif shape == 1:
+            ops = []
+            for _ in range(self.r.randint(1, 3)):
+                key = self.pick(LABEL_KEYS + ["new"]).replace("~", "~0").replace("/", "~1")
+                op = self.pick(["add", "replace", "remove"])
+                path = self.pick([f"/metadata/labels/{key}", f"/metadata/annotations/{key}",
+                                  "/spec/containers/0/image" if kind == "pod" else "/metadata/labels/x"])
+                ops.append({"op": op, "path": path, **({"value": self.value()} if op != "remove" else {})})
+            rule["mutate"] = {"patchesJson6902": json.dumps(ops)}
+        elif shape == 2 and kind == "pod":
+            rule["mutate"] = {"foreach": [{"list": "request.object.spec.containers", "patchStrategicMerge": {
+                "spec": {"containers": [{"(name)": "{{ element.name }}",
+                                         "image": self.pick(["{{ element.image }}-x", "busybox", "{{ to_upper(element.name) }}"])}]}}}]}
+        elif shape == 2:
+            rule["mutate"] = {"foreach": [{"list": "request.object.metadata.labels | items(@, 'k', 'v')",
+                                           "patchesJson6902": json.dumps([{"op": "add",
+                                                                            "path": "/metadata/annotations/{{ element.k }}",
+                                                                            "value": "{{ element.v }}"}])}]}
+        else:
+            rule["context"] = [{"name": "n", "variable": {"jmesPath": self.pick(JMES), "default": "d"}}]
+            rule["mutate"] = {"patchStrategicMerge": {"metadata": {"annotations": {"ctx": "{{ n }}"}}}}
+        return rule
+
+    def cpol(self, kind):
+        return {"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "differential"},
+                "spec": {"rules": [self.rule(kind, i) for i in range(self.r.randint(1, 2))]}}
+
+
+def kyverno_cases(n, seed, make_policy, prefix, pool=None):
+    """Cases over a pool of policies (each new MutatingPolicy costs Kyverno a
+    compile of a second): case i runs policy i % pool over a new object."""
+    g = KyvernoGen(seed)
+    policies = []
+    for i in range(min(n, pool or n)):
+        kind = g.pick(["pod", "pod", "deployment", "node"])
+        policies.append((kind, make_policy(g, kind)))
+    cases = []
+    for i in range(n):
+        kind, policy = policies[i % len(policies)]
+        obj = getattr(g, kind)()
+        group, version, resource, _ = KINDS[kind]
+        cases.append({"id": f"{prefix}-{i}", "policy": policy, "object": obj,
+                      "resource": {"group": group, "version": version, "resource": resource},
+                      "operation": "CREATE"})
+    return cases
+
+
+def mpol_cases(n, seed):
+    return kyverno_cases(n, seed + 2, KyvernoGen.mpol, "mpol", pool=300)
+
+
+def cpol_cases(n, seed):
+    return kyverno_cases(n, seed + 3, KyvernoGen.cpol, "cpol")

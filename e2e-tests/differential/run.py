@@ -264,6 +264,24 @@ def run_cel(n, seed, report):
             "unexplained": unexplained, "seconds": elapsed}
 
 
+def report_kinds(kinds, reference_name, report):
+    """Each kind of difference with its count; three cases of each kind
+    nobody has explained, with the fields where the objects part."""
+    for key, items in sorted(kinds.items()):
+        report(f"  {len(items):6d}  {key}")
+        if not key.startswith("unexplained"):
+            continue
+        for case, ref, mine, ref_object, my_object in items[:3]:
+            report(f"          {case['id']}: {json.dumps(case['policy']['spec'])[:700]}")
+            report(f"            object: {json.dumps(case['object'])[:300]}")
+            report(f"            {reference_name}: {json.dumps(ref)[:500]}")
+            report(f"            policy: {json.dumps(mine)[:500]}")
+            for k in sorted(set(ref_object or {}) | set(my_object or {})) if ref_object and my_object else []:
+                if ref_object.get(k) != my_object.get(k):
+                    report(f"            {k}: {reference_name} {json.dumps(ref_object.get(k))[:300]}")
+                    report(f"            {k}: policy {json.dumps(my_object.get(k))[:300]}")
+
+
 # ---- MutatingAdmissionPolicy ------------------------------------------------
 
 def admission_request(case):
@@ -339,21 +357,70 @@ def run_map(n, seed, wasm, report):
         kinds.setdefault(key, []).append((case, ref, mine, ref_object, my_object))
         if not reason:
             unexplained += 1
-    for key, items in sorted(kinds.items()):
-        report(f"  {len(items):6d}  {key}")
-        if key.startswith("unexplained"):
-            for case, ref, mine, ref_object, my_object in items[:3]:
-                report(f"          {case['id']}: {json.dumps(case['policy']['spec']['mutations'])[:600]}")
-                report(f"            object: {json.dumps(case['object'])[:300]}")
-                report(f"            kube-apiserver: {json.dumps(ref)[:400]}")
-                report(f"            policy: {json.dumps(mine)[:400]}")
-                if ref_object and my_object:
-                    for k in sorted(set(ref_object) | set(my_object)):
-                        if ref_object.get(k) != my_object.get(k):
-                            report(f"            {k}: apiserver {json.dumps(ref_object.get(k))[:300]}")
-                            report(f"            {k}: policy    {json.dumps(my_object.get(k))[:300]}")
+    report_kinds(kinds, "kube-apiserver", report)
     return {"judge": "mutating-admission-policy", "cases": len(cases), "agreements": agreements,
             "differences": differences, "unexplained": unexplained, "seconds": time.time() - started}
+
+
+# ---- Kyverno: MutatingPolicy and ClusterPolicy ------------------------------
+
+def kyverno_oracle(cases):
+    binary = subprocess.run([os.path.join(ROOT, "e2e-tests/oracle/kyverno/build.sh")],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    return run_lines([binary], cases)
+
+
+def kyverno_outcome(answer):
+    """What an admission of the case comes to in Kyverno's engine."""
+    status = answer.get("status")
+    if status in ("refused", "error"):
+        return status, None
+    if status == "patched":
+        return "admitted", answer.get("object")
+    return "admitted", None  # skipped, unchanged: the object as it came
+
+
+def policy_outcome(mine):
+    if not mine.get("settings_valid", True):
+        return "refused", None
+    said = " ".join([mine.get("message") or ""] + (mine.get("warnings") or []))
+    # A rule that failed and was let pass (failurePolicy Ignore, a ClusterPolicy's
+    # default here) says why in a warning, and the others apply, as Kyverno's
+    # webhook applies them: its engine calls that an error.
+    if not mine.get("accepted") or "not applied" in said or mine.get("warnings"):
+        return "error", None
+    return "admitted", mine.get("object")
+
+
+def run_kyverno(judge, cases, wasm, report):
+    """A Kyverno judge: each case through Kyverno's engine and policy.wasm."""
+    started = time.time()
+    reference = kyverno_oracle([{"id": c["id"], "policy": c["policy"], "resource": c["object"],
+                                 "operation": c["operation"]} for c in cases])
+    requests = [{"id": c["id"], "settings": c["policy"], "request": admission_request(c)} for c in cases]
+    ours = policy_wasm(requests, wasm)
+    agreements, differences, unexplained = 0, 0, 0
+    kinds = {}
+    for case in cases:
+        ref, mine = reference[case["id"]], ours[case["id"]]
+        ref_verdict, ref_object = kyverno_outcome(ref)
+        my_verdict, my_object = policy_outcome(mine)
+        if ref_verdict == "admitted" and ref_object is None:
+            ref_object = case["object"]
+        if my_verdict == "admitted" and my_object is None:
+            my_object = case["object"]
+        if (ref_verdict, ref_object) == (my_verdict, my_object):
+            agreements += 1
+            continue
+        differences += 1
+        reason = explained.kyverno(case, ref, mine)
+        key = reason or f"unexplained {ref_verdict}->{my_verdict}"
+        kinds.setdefault(key, []).append((case, ref, mine, ref_object, my_object))
+        if not reason:
+            unexplained += 1
+    report_kinds(kinds, "kyverno", report)
+    return {"judge": judge, "cases": len(cases), "agreements": agreements, "differences": differences,
+            "unexplained": unexplained, "seconds": time.time() - started}
 
 
 def main():
@@ -361,7 +428,7 @@ def main():
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--policy", default=os.path.join(ROOT, "policy.wasm"))
-    parser.add_argument("--judges", default="cel,map")
+    parser.add_argument("--judges", default="cel,map,mpol,cpol")
     args = parser.parse_args()
     results = []
     for judge in args.judges.split(","):
@@ -370,6 +437,12 @@ def main():
             results.append(run_cel(args.cases, args.seed, lambda line: print(line, flush=True)))
         elif judge == "map":
             results.append(run_map(args.cases, args.seed, args.policy, lambda line: print(line, flush=True)))
+        elif judge == "mpol":
+            results.append(run_kyverno("mutating-policy", generate.mpol_cases(args.cases, args.seed), args.policy,
+                                       lambda line: print(line, flush=True)))
+        elif judge == "cpol":
+            results.append(run_kyverno("cluster-policy", generate.cpol_cases(args.cases, args.seed), args.policy,
+                                       lambda line: print(line, flush=True)))
         else:
             raise SystemExit(f"unknown judge {judge}")
     for r in results:

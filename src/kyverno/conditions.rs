@@ -17,6 +17,9 @@ pub enum Operator {
     AllIn,
     AnyNotIn,
     AllNotIn,
+    /// Deprecated in Kyverno, still run by it (1.19).
+    In,
+    NotIn,
     GreaterThan,
     GreaterThanOrEquals,
     LessThan,
@@ -34,20 +37,17 @@ impl Operator {
             ("allin", AllIn),
             ("anynotin", AnyNotIn),
             ("allnotin", AllNotIn),
+            ("in", In),
+            ("notin", NotIn),
             ("greaterthan", GreaterThan),
             ("greaterthanorequals", GreaterThanOrEquals),
             ("lessthan", LessThan),
             ("lessthanorequals", LessThanOrEquals),
         ];
         let lower = name.to_ascii_lowercase();
-        if matches!(lower.as_str(), "in" | "notin") {
-            return Err(format!(
-                "operator {name:?} was removed from Kyverno; use AnyIn/AllIn or AnyNotIn/AllNotIn"
-            ));
-        }
         all.iter().find(|(n, _)| *n == lower).map(|(_, op)| *op).ok_or_else(|| {
             format!(
-                "unknown operator {name:?}: expected Equals, NotEquals, AnyIn, AllIn, AnyNotIn, AllNotIn, GreaterThan, GreaterThanOrEquals, LessThan or LessThanOrEquals"
+                "unknown operator {name:?}: expected Equals, NotEquals, AnyIn, AllIn, AnyNotIn, AllNotIn, GreaterThan, GreaterThanOrEquals, LessThan or LessThanOrEquals (or the deprecated In, NotIn)"
             )
         })
     }
@@ -59,10 +59,14 @@ pub fn evaluate(key: &Value, op: Operator, value: &Value) -> bool {
     match op {
         Equals => equals(key, value),
         NotEquals => !equals(key, value),
+        // Kyverno finds any other value of the wrong type: neither holds.
+        AnyIn | AllIn | AnyNotIn | AllNotIn if !(value.is_array() || value.is_string()) => false,
         AnyIn => items(key).iter().any(|k| in_value(k, value)),
         AllIn => items(key).iter().all(|k| in_value(k, value)),
         AnyNotIn => items(key).iter().any(|k| !in_value(k, value)),
         AllNotIn => items(key).iter().all(|k| !in_value(k, value)),
+        In => deprecated_in(key, value).unwrap_or(false),
+        NotIn => deprecated_in(key, value).is_some_and(|found| !found),
         GreaterThan => compare(key, value) == Some(Ordering::Greater),
         GreaterThanOrEquals => matches!(
             compare(key, value),
@@ -70,6 +74,56 @@ pub fn evaluate(key: &Value, op: Operator, value: &Value) -> bool {
         ),
         LessThan => compare(key, value) == Some(Ordering::Less),
         LessThanOrEquals => matches!(compare(key, value), Some(Ordering::Less | Ordering::Equal)),
+    }
+}
+
+/// Kyverno's deprecated `In`: a scalar key (as Go prints it) matches a list
+/// item by wildcard either way, or a string value by wildcard or as a JSON
+/// list; a list key is in when each of its strings is an item. `None` where
+/// Kyverno finds the types wrong, which makes `In` and `NotIn` both false.
+fn deprecated_in(key: &Value, value: &Value) -> Option<bool> {
+    let printed = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{f:.0}"),
+            _ => n.to_string(),
+        }),
+        _ => None,
+    };
+    let strings = |list: &[Value]| {
+        list.iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+    };
+    let json_list = |text: &str| serde_json::from_str::<Vec<String>>(text).ok();
+    match key {
+        Value::Array(keys) => {
+            let keys = strings(keys)?;
+            let values = match value {
+                Value::Array(values) => strings(values)?,
+                Value::String(text) if keys.len() == 1 && keys.first() == Some(text) => {
+                    return Some(true);
+                }
+                Value::String(text) => json_list(text)?,
+                _ => return None,
+            };
+            Some(keys.iter().all(|k| values.contains(k)))
+        }
+        scalar => {
+            let key = printed(scalar)?;
+            match value {
+                Value::Array(values) => Some(
+                    values
+                        .iter()
+                        .filter_map(printed)
+                        .any(|v| wildcard(&v, &key) || wildcard(&key, &v)),
+                ),
+                Value::String(text) if wildcard(text, &key) => Some(true),
+                Value::String(text) => Some(json_list(text)?.contains(&key)),
+                _ => None,
+            }
+        }
     }
 }
 
@@ -82,14 +136,27 @@ fn items(value: &Value) -> Vec<&Value> {
 
 fn in_value(item: &Value, value: &Value) -> bool {
     match value {
-        Value::Array(list) => list.iter().any(|v| equals(item, v) || in_range(item, v)),
+        Value::Array(list) => list.iter().any(|v| in_match(item, v) || in_range(item, v)),
         // A string value may be a JSON list, a range, or one item.
         Value::String(text) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Array(list)) => list.iter().any(|v| equals(item, v)),
-            _ => equals(item, value) || in_range(item, value),
+            Ok(Value::Array(list)) => list.iter().any(|v| in_match(item, v)),
+            _ => in_match(item, value) || in_range(item, value),
         },
         other => equals(item, other),
     }
+}
+
+/// The set operators match an item as Kyverno prints it (`3`, `true`)
+/// against a wildcard first, then as `Equals` does.
+fn in_match(item: &Value, value: &Value) -> bool {
+    let printed = match item {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    };
+    matches!((value, printed), (Value::String(v), Some(k)) if wildcard(v, &k))
+        || equals(item, value)
 }
 
 /// `a-b` (inclusive) or `a!-b` (outside), for numbers.
@@ -122,11 +189,14 @@ fn split_range(text: &str) -> Option<(&str, &str)> {
 
 pub fn equals(key: &Value, value: &Value) -> bool {
     match (key, value) {
-        (Value::String(k), Value::String(v)) => {
-            wildcard(v, k)
-                || matches!((quantity(k), quantity(v)), (Some(a), Some(b)) if a == b)
-                || matches!((duration(k), duration(v)), (Some(a), Some(b)) if a == b)
-        }
+        // Kyverno's order: durations when both are, then a key that reads as
+        // a quantity compares as one (so `5` never matches the wildcard `*`),
+        // then the wildcard.
+        (Value::String(k), Value::String(v)) => match (duration(k), duration(v), quantity(k)) {
+            (Some(a), Some(b), _) => a == b,
+            (_, _, Some(a)) => quantity(v) == Some(a),
+            _ => wildcard(v, k),
+        },
         (Value::Number(_), _) | (_, Value::Number(_)) => match (number(key), number(value)) {
             (Some(a), Some(b)) => a == b,
             _ => false,
@@ -182,13 +252,62 @@ mod tests {
     }
 
     #[test]
+    fn quantities_before_wildcards_and_set_operators_over_lists_and_strings() {
+        // Kyverno 1.19.1's engine (`make differential`, cluster-policy seed 4:
+        // cpol-135, cpol-278).
+        for (key, op, value, held) in [
+            (json!("5"), "Equals", json!("*"), false),
+            (json!("x"), "Equals", json!("*"), true),
+            (json!("5"), "Equals", json!("5"), true),
+            (json!("pod-1"), "Equals", json!("*"), true),
+            (json!(3), "AnyNotIn", json!(1), false),
+            (json!(3), "AnyIn", json!("*"), true),
+            (json!("5"), "AnyIn", json!("*"), true),
+            (json!(3), "AnyIn", json!(["*"]), true),
+        ] {
+            assert_eq!(
+                check(key.clone(), op, value.clone()),
+                held,
+                "{key} {op} {value}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_deprecated_in_and_not_in_run_as_kyverno_runs_them() {
+        // Kyverno 1.19.1's engine on a Pod "pod-1" in "default", through
+        // `make differential`'s Kyverno judge (the policy refused them).
+        for (key, op, value, held) in [
+            (json!("CREATE"), "In", json!(["CREATE", "UPDATE"]), true),
+            (json!("default"), "In", json!(["def*"]), true),
+            (json!("default"), "In", json!("def*"), true),
+            (json!("default"), "In", json!("[\"default\"]"), true),
+            (json!("default"), "In", json!("a,b"), false),
+            (json!("default"), "NotIn", json!("a,b"), false),
+            (json!("default"), "NotIn", json!(["kube-*"]), true),
+            (json!(5), "In", json!(["5"]), true),
+            (json!(["a", "b"]), "In", json!(["a", "b", "c"]), true),
+            (json!(["a", "b"]), "NotIn", json!(["a", "c"]), true),
+            (json!(["a", "b"]), "In", json!("[\"a\",\"b\"]"), true),
+            (json!("pod-1"), "In", json!(["*-1"]), true),
+        ] {
+            assert_eq!(
+                check(key.clone(), op, value.clone()),
+                held,
+                "{key} {op} {value}"
+            );
+        }
+    }
+
+    #[test]
     fn operator_names() {
         assert_eq!(Operator::parse("anyin").unwrap(), Operator::AnyIn);
         assert_eq!(
             Operator::parse("GreaterThanOrEquals").unwrap(),
             Operator::GreaterThanOrEquals
         );
-        assert!(Operator::parse("In").unwrap_err().contains("removed"));
+        assert_eq!(Operator::parse("In").unwrap(), Operator::In);
+        assert_eq!(Operator::parse("notin").unwrap(), Operator::NotIn);
         assert!(
             Operator::parse("Matches")
                 .unwrap_err()

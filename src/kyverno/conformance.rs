@@ -1027,10 +1027,10 @@ mod point7_mutate {
     #[test]
     fn json6902_patches() {
         let pod = mutated_pod(
-            json!({"patchesJson6902": "- op: add\n  path: /metadata/labels/zone\n  value: '{{ request.object.spec.nodeName }}'\n- op: replace\n  path: /spec/priority\n  value: 10"}),
+            json!({"patchesJson6902": "- op: add\n  path: /metadata/labels/zone\n  value: '{{ request.object.spec.nodeName }}'\n- op: add\n  path: /spec/priority\n  value: 10\n- op: replace\n  path: /spec/priority\n  value: 20"}),
         );
         assert_eq!(pod.pointer("/metadata/labels/zone").unwrap(), "node-1");
-        assert_eq!(pod.pointer("/spec/priority").unwrap(), 10);
+        assert_eq!(pod.pointer("/spec/priority").unwrap(), 20);
     }
 
     #[test]
@@ -1284,4 +1284,44 @@ mod point10_several_policies {
             "{msg}"
         );
     }
+}
+
+#[test]
+fn kyverno_validation_refusals_found_by_its_engine() {
+    // Kyverno 1.19.1 refuses these policies (`make differential`, the
+    // cluster-policy judge, seed 1: cpol-10, cpol-21, cpol-22).
+    let policy = |rule: Value| {
+        json!({"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "c"},
+            "spec": {"rules": [rule]}})
+    };
+    let with_condition = |value: Value| {
+        policy(
+            json!({"name": "r", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "preconditions": {"all": [{"key": "{{ request.operation }}", "operator": "NotEquals", "value": value}]},
+            "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"a": "b"}}}}}),
+        )
+    };
+    let message = refused(with_condition(json!(1)));
+    assert!(
+        message.contains("preconditions.all[0].value: the value is expected to be a string"),
+        "{message}"
+    );
+    let message = refused(with_condition(json!(["CREATE", "default"])));
+    assert!(
+        message.contains("value[1]: unknown value 'default'"),
+        "{message}"
+    );
+    let message = refused(policy(
+        json!({"name": "r", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+        "mutate": {"patchStrategicMerge": {"metadata": {"labels": {"a": 3}}}}}),
+    ));
+    assert!(
+        message.contains("mutate.patchStrategicMerge.metadata.labels.a: labels and annotations supports only string values"),
+        "{message}"
+    );
+    // What Kyverno accepts loads here too.
+    let verdict = crate::check_settings(
+        &serde_json::to_vec(&with_condition(json!("{{ request.object.metadata.name }}"))).unwrap(),
+    );
+    assert!(verdict.valid, "{:?}", verdict.message);
 }

@@ -25,6 +25,8 @@ pub(crate) mod conformance;
 
 use std::collections::BTreeMap;
 
+use serde_json::Value;
+
 use crate::admission::AdmissionRequest;
 use resources::ResourceKind;
 use spec::{ContextEntry, ForeachSpec, MatchSpec, RuleSpec};
@@ -220,6 +222,21 @@ pub fn check(rules: &[RuleSpec], kinds: &[ResourceKind], path: &str) -> Result<(
             check_bound_pod_target(rule, targets)
                 .map_err(|why| format!("{}: {background}; {why}", at("mutate.targets")))?;
         }
+        let merge_patch = match &mutate.foreach {
+            Some(foreach) => foreach.iter().enumerate().find_map(|(j, f)| {
+                f.patch_strategic_merge
+                    .as_ref()
+                    .map(|p| (format!("foreach[{j}].patchStrategicMerge"), p))
+            }),
+            None => mutate
+                .patch_strategic_merge
+                .as_ref()
+                .map(|p| ("patchStrategicMerge".to_string(), p)),
+        };
+        if let Some((field, patch)) = merge_patch {
+            check_metadata_strings(patch)
+                .map_err(|why| format!("{}.{why}", at(&format!("mutate.{field}"))))?;
+        }
         if mutate.patch_strategic_merge.is_none()
             && mutate.patches_json6902.is_none()
             && mutate.foreach.is_none()
@@ -407,17 +424,84 @@ fn check_conditions(conditions: Option<&spec::Conditions>, at: &str) -> Result<(
     let Some(conditions) = conditions else {
         return Ok(());
     };
-    let list: Vec<&spec::Condition> = match conditions {
-        spec::Conditions::List(all) => all.iter().collect(),
+    let list: Vec<(String, &spec::Condition)> = match conditions {
+        spec::Conditions::List(all) => all
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("[{i}]"), c))
+            .collect(),
         spec::Conditions::Blocks(b) => b
             .any
             .iter()
             .flatten()
-            .chain(b.all.iter().flatten())
+            .enumerate()
+            .map(|(i, c)| (format!(".any[{i}]"), c))
+            .chain(
+                b.all
+                    .iter()
+                    .flatten()
+                    .enumerate()
+                    .map(|(i, c)| (format!(".all[{i}]"), c)),
+            )
             .collect(),
     };
-    for condition in list {
+    for (place, condition) in list {
         conditions::Operator::parse(&condition.operator).map_err(|e| format!("{at}: {e}"))?;
+        check_operation_values(condition).map_err(|e| format!("{at}{place}.{e}"))?;
+    }
+    Ok(())
+}
+
+/// Kyverno's policy validation of a condition on `{{request.operation}}`:
+/// its values are operations (or a variable), strings, alone or in a list.
+fn check_operation_values(condition: &spec::Condition) -> Result<(), String> {
+    let key = condition.key.as_str().map(|k| k.replace(' ', ""));
+    if key.as_deref() != Some("{{request.operation}}") {
+        return Ok(());
+    }
+    const OPERATIONS: [&str; 4] = ["CREATE", "UPDATE", "DELETE", "CONNECT"];
+    let unknown = |v: &str| {
+        format!(
+            "unknown value '{v}' found under the 'value' field. Only the following values are allowed: [CREATE, UPDATE, DELETE, CONNECT]"
+        )
+    };
+    match &condition.value {
+        Value::String(v) if v.len() >= 4 && v.starts_with("{{") && v.ends_with("}}") => Ok(()),
+        Value::String(v) if OPERATIONS.contains(&v.as_str()) => Ok(()),
+        Value::String(v) => Err(format!("value: {}", unknown(v))),
+        Value::Array(values) => {
+            for (i, value) in values.iter().enumerate() {
+                match value.as_str() {
+                    Some(v) if OPERATIONS.contains(&v) => {}
+                    Some(v) => return Err(format!("value[{i}]: {}", unknown(v))),
+                    None => {
+                        return Err(format!("value[{i}]: the values are expected to be strings"));
+                    }
+                }
+            }
+            Ok(())
+        }
+        _ => Err("value: the value is expected to be a string or a list of them".to_string()),
+    }
+}
+
+/// Kyverno's policy validation of a strategic merge patch (the rule's, or
+/// the first `foreach` entry's): labels and annotations it writes, under
+/// `metadata` or `spec.template.metadata`, are strings.
+fn check_metadata_strings(patch: &Value) -> Result<(), String> {
+    for pointer in ["/metadata", "/spec/template/metadata"] {
+        for map in ["labels", "annotations"] {
+            let Some(Value::Object(entries)) = patch.pointer(pointer).and_then(|m| m.get(map))
+            else {
+                continue;
+            };
+            if let Some((key, _)) = entries.iter().find(|(_, v)| !v.is_string()) {
+                return Err(format!(
+                    "{}.{map}.{key}: labels and annotations supports only string values, \"use double quotes around the non string values\"",
+                    pointer.trim_start_matches('/').replace('/', ".")
+                ));
+            }
+        }
     }
     Ok(())
 }

@@ -421,7 +421,7 @@ pub fn parse_json6902(text: &str) -> Result<json_patch::Patch, String> {
 /// Applies RFC 6902 operations as Kyverno does: `add` creates missing
 /// parents (a list where the next step is `-` or an index, an object
 /// otherwise), `remove` of a missing path does nothing, negative indices
-/// count from the end, and `replace` of a missing path adds it.
+/// count from the end, and `replace` of a missing path is an error.
 pub fn apply_json6902(resource: &mut Value, patch: &json_patch::Patch) -> Result<(), String> {
     use json_patch::PatchOperation::{Add, Remove, Replace};
     for operation in &patch.0 {
@@ -437,15 +437,21 @@ pub fn apply_json6902(resource: &mut Value, patch: &json_patch::Patch) -> Result
                     continue;
                 }
             }
+            // evanphx/json-patch v5, which Kyverno applies these with,
+            // replaces only what is there (Kyverno 1.19's engine, through
+            // `make differential`).
             Replace(replace) => {
                 replace.path = resolved_pointer(resource, &replace.path, false);
                 if resource.pointer(replace.path.as_str()).is_none() {
-                    ensure_parents(resource, replace.path.as_str());
-                    replace.path = resolved_pointer(resource, &replace.path, true);
-                    operation = Add(json_patch::AddOperation {
-                        path: replace.path.clone(),
-                        value: replace.value.clone(),
-                    });
+                    let parent = replace.path.split_back().map(|(parent, _)| parent);
+                    let what = match parent.map(|p| p.resolve(resource).is_ok()) {
+                        Some(true) => "key",
+                        _ => "path",
+                    };
+                    return Err(format!(
+                        "replace operation does not apply: doc is missing {what}: {}",
+                        replace.path
+                    ));
                 }
             }
             _ => {}
@@ -641,8 +647,25 @@ mod tests {
 
     #[test]
     fn json6902_with_kyverno_replace() {
+        // Kyverno 1.19.1's engine: `replace` needs what it replaces.
         let patch = parse_json6902("- op: replace\n  path: /metadata/annotations\n  value: {a: b}\n- op: add\n  path: /metadata/labels/x\n  value: y\n").unwrap();
         let mut pod = json!({"metadata":{"labels":{}}});
+        assert_eq!(
+            apply_json6902(&mut pod, &patch),
+            Err(
+                "replace operation does not apply: doc is missing key: /metadata/annotations"
+                    .into()
+            )
+        );
+        let missing_parent =
+            parse_json6902("- op: replace\n  path: /metadata/missing/x\n  value: 1\n").unwrap();
+        assert_eq!(
+            apply_json6902(&mut pod, &missing_parent),
+            Err(
+                "replace operation does not apply: doc is missing path: /metadata/missing/x".into()
+            )
+        );
+        let mut pod = json!({"metadata":{"labels":{}, "annotations": {}}});
         apply_json6902(&mut pod, &patch).unwrap();
         assert_eq!(
             pod,
