@@ -264,14 +264,40 @@ def run_cel(n, seed, report):
             "unexplained": unexplained, "seconds": elapsed}
 
 
-def report_kinds(kinds, reference_name, report):
+def smaller_policies(case):
+    """The case with one mutation or one rule fewer."""
+    spec = case["policy"]["spec"]
+    for field in ("mutations", "rules"):
+        items = spec.get(field) or []
+        for i in range(len(items)) if len(items) > 1 else []:
+            policy = json.loads(json.dumps(case["policy"]))
+            del policy["spec"][field][i]
+            yield dict(case, policy=policy)
+
+
+def shrink_policy(case, still_differs):
+    best, changed = case, True
+    while changed:
+        changed = False
+        for candidate in smaller_policies(best):
+            if still_differs(candidate):
+                best, changed = candidate, True
+                break
+    return best
+
+
+def report_kinds(kinds, reference_name, report, still_differs):
     """Each kind of difference with its count; three cases of each kind
-    nobody has explained, with the fields where the objects part."""
+    nobody has explained, shrunk to the fewest mutations or rules that still
+    differ, with the fields where the objects part."""
     for key, items in sorted(kinds.items()):
         report(f"  {len(items):6d}  {key}")
         if not key.startswith("unexplained"):
             continue
         for case, ref, mine, ref_object, my_object in items[:3]:
+            small = shrink_policy(case, still_differs)
+            if small is not case:
+                report(f"          {case['id']} shrunk to: {json.dumps(small['policy']['spec'])[:700]}")
             report(f"          {case['id']}: {json.dumps(case['policy']['spec'])[:700]}")
             report(f"            object: {json.dumps(case['object'])[:300]}")
             report(f"            {reference_name}: {json.dumps(ref)[:500]}")
@@ -315,8 +341,11 @@ def map_outcome(reference):
 
 
 def run_map(n, seed, wasm, report):
+    return run_map_cases(as_served(generate.map_cases(n, seed)), wasm, report)
+
+
+def run_map_cases(cases, wasm, report):
     started = time.time()
-    cases = as_served(generate.map_cases(n, seed))
     reference = oracle(cases)
     requests = [{"id": c["id"], "settings": c["policy"], "request": admission_request(c)} for c in cases]
     ours = policy_wasm(requests, wasm)
@@ -357,7 +386,8 @@ def run_map(n, seed, wasm, report):
         kinds.setdefault(key, []).append((case, ref, mine, ref_object, my_object))
         if not reason:
             unexplained += 1
-    report_kinds(kinds, "kube-apiserver", report)
+    report_kinds(kinds, "kube-apiserver", report,
+                 lambda case: run_map_cases([case], wasm, lambda _: None)["unexplained"] > 0)
     return {"judge": "mutating-admission-policy", "cases": len(cases), "agreements": agreements,
             "differences": differences, "unexplained": unexplained, "seconds": time.time() - started}
 
@@ -418,7 +448,8 @@ def run_kyverno(judge, cases, wasm, report):
         kinds.setdefault(key, []).append((case, ref, mine, ref_object, my_object))
         if not reason:
             unexplained += 1
-    report_kinds(kinds, "kyverno", report)
+    report_kinds(kinds, "kyverno", report,
+                 lambda case: run_kyverno(judge, [case], wasm, lambda _: None)["unexplained"] > 0)
     return {"judge": judge, "cases": len(cases), "agreements": agreements, "differences": differences,
             "unexplained": unexplained, "seconds": time.time() - started}
 
