@@ -37,13 +37,16 @@ def same_but_order(a, b):
 
 def cel(case, reference, ours):
     statuses = {answer.get("status") for answer in ours.values()}
+    # The expression and the variables it may read.
+    text = " ".join([case["expression"]] + [v["expression"] for v in case.get("variables") or []])
     if reference.get("status") == "value" and statuses == {"value"}:
         if all(same_but_order(reference.get("value"), answer.get("value")) for answer in ours.values()) \
                 and any(reference.get("value") != answer.get("value") for answer in ours.values()):
             return "the order a map's entries are visited in (unspecified: Go's maps and the crate's hash maps)"
-        if re.search(r"(\}|labels|annotations)\.(map|filter|all|exists|exists_one|transform\w*)\(", case["expression"]):
+        if re.search(r"\.(map|filter|all|exists|exists_one|transform\w*)\(", text) and \
+                re.search(r"\{|labels|annotations", text):
             return "the order a map's entries are visited in (unspecified: Go's maps and the crate's hash maps)"
-        if "format(" in case["expression"]:
+        if "format(" in text:
             return "format() writes lists, maps and doubles its own way (cel-go quotes strings, groups %f digits)"
         return None
     if reference.get("status") == "value" and statuses == {"eval_error"}:
@@ -59,7 +62,7 @@ def cel(case, reference, ours):
         if "error during formatting" in message:
             return "format() writes lists, maps and doubles its own way (cel-go quotes strings, groups %f digits)"
         return None
-    if reference.get("status") == "value" and statuses == {"eval_error"} and re.search(r" in \[\]", case["expression"]):
+    if reference.get("status") == "value" and statuses == {"eval_error"} and re.search(r" in \[\]", text):
         return "constant subexpressions that fail are errors when evaluated (cel-go's optimizer folds them at compile)"
     if reference.get("status") != "compile_error":
         return None
