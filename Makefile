@@ -132,11 +132,22 @@ differential: policy.wasm
 	else python3 e2e-tests/differential/run.py --cases $(CASES) --seed $(SEED) --policy policy.wasm; fi
 
 # Kyverno CLI tests (kyverno-test.yaml files under KYVERNO_TESTS) through
-# policy.wasm, and through kwctl too when it is installed.
+# policy.wasm, and through kwctl too when it is installed; chainsaw tests
+# against the simulated cluster and then, where Go, kwctl and policy-server
+# are installed, against the real control plane of make cluster-test, the two
+# verdicts side by side (e2e-tests/cluster/chainsaw_real.py). REAL_CLUSTER=0
+# leaves the real cluster out; CHAINSAW_ARGS: e.g. --only mutating-policies/.
+REAL_CLUSTER ?= 1
 kyverno-conformance: policy.wasm
 	@test -n "$(KYVERNO_TESTS)" || { echo "usage: make kyverno-conformance KYVERNO_TESTS=<directory of Kyverno CLI tests and/or chainsaw tests>"; exit 2; }
 	@if command -v kwctl >/dev/null; then $(MAKE) --no-print-directory annotated-policy.wasm; fi
-	$(HOST) kyverno-conformance -- policy.wasm "$(KYVERNO_TESTS)" "$(CURDIR)/annotated-policy.wasm"
+	@plan=$$(mktemp --suffix=.json) && trap 'rm -f "$$plan"' EXIT && \
+	$(HOST) kyverno-conformance -- policy.wasm "$(KYVERNO_TESTS)" "$(CURDIR)/annotated-policy.wasm" --plan "$$plan" && \
+	if [ "$(REAL_CLUSTER)" = 0 ]; then echo "chainsaw on the real cluster: SKIPPED (REAL_CLUSTER=0)"; \
+	elif ! command -v go >/dev/null || ! command -v kwctl >/dev/null || ! command -v policy-server >/dev/null; then \
+		echo "chainsaw on the real cluster: SKIPPED (go, kwctl and policy-server are needed on PATH); the simulation's verdicts stand alone"; \
+	else $(MAKE) --no-print-directory cluster-bin && \
+		python3 e2e-tests/cluster/chainsaw_real.py --policy annotated-policy.wasm --plan "$$plan" $(CHAINSAW_ARGS); fi
 
 # The policy in real policy-server against a stub API server (needs
 # policy-server and kwctl on PATH, and wrk, which it installs from Debian when

@@ -5,6 +5,7 @@ as given, and helpers to create workloads and wait for the scheduler.
 import copy
 import json
 import os
+import shutil
 import time
 
 import yaml
@@ -32,11 +33,15 @@ def e2e_case(name):
 
 
 class Cluster:
-    def __init__(self, work, node_count=4, scheduler_qps=None):
+    def __init__(self, work, node_count=4, scheduler_qps=None, node_list=None, apiserver_args=()):
+        """`node_list`: the Nodes to register instead of the fixture's
+        `node_count`; `apiserver_args`: more kube-apiserver flags."""
         self.work = work
         self.scheduler_qps = scheduler_qps
         self.plane = control_plane.ControlPlane(control_plane.build_binaries(), work)
         self.node_count = node_count
+        self.node_list = node_list
+        self.apiserver_args = apiserver_args
         self.policy_server = None
 
     def versions(self):
@@ -45,10 +50,10 @@ class Cluster:
         return found
 
     def start(self):
-        self.plane.start(scheduler_qps=self.scheduler_qps)
+        self.plane.start(scheduler_qps=self.scheduler_qps, apiserver_args=self.apiserver_args)
         self.admin = self.plane.admin
         self.nodes = {}
-        for node in nodes.fixture_nodes(self.node_count):
+        for node in self.node_list or nodes.fixture_nodes(self.node_count):
             created = nodes.register(self.admin, node)
             self.nodes[created["metadata"]["name"]] = created
         # policy-server's identity: the ServiceAccount examples/rbac.yaml binds,
@@ -72,6 +77,14 @@ class Cluster:
         if self.policy_server:
             self.policy_server.stop()
         self.plane.stop()
+
+    def finish(self, keep=False):
+        """Stops every process, and removes the work folder unless `keep`."""
+        self.stop()
+        if keep:
+            print(f"work folder kept: {self.work}")
+        else:
+            shutil.rmtree(self.work, ignore_errors=True)
 
     def ensure_namespace(self, name, labels=None):
         try:

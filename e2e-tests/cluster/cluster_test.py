@@ -523,11 +523,7 @@ def main():
         for name in ("kube-apiserver", "kube-scheduler", "kube-controller-manager"):
             print(f"--- {name} log tail\n{cluster.plane.log_tail(name, 10)}")
     finally:
-        cluster.stop()
-        if args.keep:
-            print(f"work folder kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        cluster.finish(args.keep)
     print(json.dumps(report, indent=1, default=str))
     if args.report:
         with open(args.report, "w") as f:

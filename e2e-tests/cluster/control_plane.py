@@ -219,7 +219,7 @@ class ControlPlane:
     def log_tail(self, name, lines=30):
         return tail(self.logs.get(name, ""), lines)
 
-    def start(self, scheduler_qps=None):
+    def start(self, scheduler_qps=None, apiserver_args=()):
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         etcd_url = f"http://127.0.0.1:{etcd_port}"
         self._start("etcd", [
@@ -250,7 +250,7 @@ class ControlPlane:
             # Both are on by default in 1.37; named so that the run says what it relies on.
             "--feature-gates", "PodTopologyLabelsAdmission=true",
             "--enable-admission-plugins", "PodTopologyLabels,MutatingAdmissionPolicy,MutatingAdmissionWebhook",
-            "--profiling=false", "--v=1"])
+            "--profiling=false", "--v=1", *apiserver_args])
         self.admin = Client(self.server, self.pki.ca_cert, cert=self.admin_cert)
         self._wait(lambda: self.admin.get("/readyz") == "ok", "kube-apiserver", 120)
 

@@ -4,15 +4,21 @@
 //! through kwctl too when it is on PATH. One line per result, then a summary
 //! for each kind of test.
 //!
-//! Usage: kyverno-conformance POLICY.wasm DIR [ANNOTATED.wasm]
+//! With `--plan FILE`, also writes each chainsaw test's plan for the real
+//! cluster (`e2e-tests/cluster/chainsaw_real.py`): the test, the simulation's
+//! verdict, and its operations with the settings they make.
+//!
+//! Usage: kyverno-conformance POLICY.wasm DIR [ANNOTATED.wasm] [--plan FILE]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Result, bail};
 use policy_host::PolicyModule;
+use policy_host::chainsaw::cluster::SimulatedCluster;
 use policy_host::chainsaw::{
-    TestOutcome, find_chainsaw_tests, out_of_scope, read_test, run_chainsaw_test,
+    NAMESPACE_PLACEHOLDER, TestOutcome, find_chainsaw_tests, out_of_scope, plan_chainsaw_test,
+    read_test, run_chainsaw_test,
 };
 use policy_host::conformance::{Outcome, Step, StepCheck, find_tests, run_test, session_yaml};
 use serde_json::{Value, json};
@@ -157,7 +163,13 @@ fn report_cli_tests(module: &PolicyModule, root: &Path, kwctl: Option<StepCheck>
 }
 
 /// Chainsaw tests with a mutating policy: one line per test, then a summary.
-fn report_chainsaw_tests(module: &PolicyModule, root: &Path, kwctl: Option<StepCheck>) {
+/// Returns each test's plan for the real cluster.
+fn report_chainsaw_tests(
+    module: &PolicyModule,
+    root: &Path,
+    kwctl: Option<StepCheck>,
+) -> Vec<Value> {
+    let mut plans = Vec::new();
     let (mut pass, mut fail, mut refused, mut skipped) = (0, 0, 0, 0);
     let (mut not_counted, mut kwctl_checked, mut kwctl_diff) = (0, 0, 0);
     for path in find_chainsaw_tests(root) {
@@ -181,6 +193,19 @@ fn report_chainsaw_tests(module: &PolicyModule, root: &Path, kwctl: Option<StepC
             continue;
         }
         let report = run_chainsaw_test(module, &test, kwctl);
+        let (verdict, why) = match &report.outcome {
+            TestOutcome::Pass => ("pass", ""),
+            TestOutcome::Fail(why) => ("fail", why.as_str()),
+            TestOutcome::Refused(why) => ("refused", why.as_str()),
+            TestOutcome::Skipped(why) => ("skipped", why.as_str()),
+        };
+        plans.push(json!({
+            "test": shown,
+            "simulation": {"outcome": verdict, "why": why},
+            "registry_image": report.unreachable_image,
+            "simulated_objects": report.objects,
+            "ops": plan_chainsaw_test(module, &test),
+        }));
         match &report.outcome {
             TestOutcome::Pass => {
                 pass += 1;
@@ -211,12 +236,18 @@ fn report_chainsaw_tests(module: &PolicyModule, root: &Path, kwctl: Option<StepC
     println!(
         "chainsaw summary: {pass} pass, {fail} fail, {refused} refused, {skipped} skipped ({not_counted} tests without a mutating policy, or of a ClusterPolicy with a `kyverno test`, not counted); kwctl ran {kwctl_checked} requests, disagreed on {kwctl_diff}"
     );
+    plans
 }
 
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let plan_file = match args.iter().position(|a| a == "--plan") {
+        Some(at) if at + 1 < args.len() => Some(args.drain(at..at + 2).nth(1).unwrap_or_default()),
+        Some(_) => bail!("--plan needs a file"),
+        None => None,
+    };
     let [wasm, dir, rest @ ..] = args.as_slice() else {
-        bail!("usage: kyverno-conformance POLICY.wasm DIR [ANNOTATED.wasm]");
+        bail!("usage: kyverno-conformance POLICY.wasm DIR [ANNOTATED.wasm] [--plan FILE]");
     };
     let module = PolicyModule::load(Path::new(wasm))?;
     let annotated = rest.first().map(PathBuf::from).filter(|p| p.exists());
@@ -241,7 +272,18 @@ fn main() -> Result<()> {
 
     let root = Path::new(dir);
     report_cli_tests(&module, root, kwctl);
-    report_chainsaw_tests(&module, root, kwctl);
+    let plans = report_chainsaw_tests(&module, root, kwctl);
+    if let Some(file) = plan_file {
+        // The simulated cluster as a test starts, which the real one copies
+        // (its Node, its Namespaces), and the namespace that stands for the
+        // test's own in the plans.
+        let plan = json!({
+            "cluster": SimulatedCluster::default().objects(),
+            "test_namespace": NAMESPACE_PLACEHOLDER,
+            "tests": plans,
+        });
+        std::fs::write(&file, serde_json::to_string(&plan)?)?;
+    }
     let _ = std::fs::remove_dir_all(&work);
     Ok(())
 }

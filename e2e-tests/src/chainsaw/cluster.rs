@@ -78,6 +78,11 @@ fn same_object(a: &Value, b: &Value) -> bool {
 }
 
 impl SimulatedCluster {
+    /// Every object, in the order stored.
+    pub fn objects(&self) -> &[Value] {
+        &self.objects
+    }
+
     /// The stored object with the kind, name and namespace of `object`.
     pub fn get(&self, object: &Value) -> Option<&Value> {
         self.objects.iter().find(|o| same_object(o, object))

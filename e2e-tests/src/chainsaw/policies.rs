@@ -121,6 +121,26 @@ impl LoadedPolicies {
         self.documents = vec![doc];
     }
 
+    /// The documents with `doc` added (or in place of its earlier version),
+    /// exceptions after the policies they name.
+    fn with(&self, doc: &Value) -> Vec<Value> {
+        let mut documents: Vec<Value> = self
+            .documents
+            .iter()
+            .filter(|d| !same_document(d, doc))
+            .cloned()
+            .collect();
+        documents.push(doc.clone());
+        documents.sort_by_key(is_exception);
+        documents
+    }
+
+    /// The settings adding `doc` makes, before they are validated (what a
+    /// refusal refused).
+    pub fn settings_with(&self, doc: &Value) -> Value {
+        settings_of(self.with(doc))
+    }
+
     /// Adds (or replaces) `doc` and validates the settings that makes. A
     /// refusal of a policy that mutates existing resources is a skip: that
     /// job is Kyverno's background controller's; so is a MutatingPolicy the
@@ -156,19 +176,7 @@ impl LoadedPolicies {
                     .map(|(_, warning)| warning.to_string())
             })))
         };
-        let with = |doc: &Value| {
-            let mut documents: Vec<Value> = self
-                .documents
-                .iter()
-                .filter(|d| !same_document(d, doc))
-                .cloned()
-                .collect();
-            documents.push(doc.clone());
-            // Exceptions after the policies they name.
-            documents.sort_by_key(is_exception);
-            documents
-        };
-        let documents = with(doc);
+        let documents = self.with(doc);
         // Exceptions alone wait for the policies they name.
         if documents.iter().all(is_exception) {
             self.documents = documents;
@@ -192,7 +200,7 @@ impl LoadedPolicies {
             )));
         }
         if let Some((kind, rewritten)) = background_as_admission(doc) {
-            let documents = with(&rewritten);
+            let documents = self.with(&rewritten);
             if verdict(&documents)? == Ok(None) {
                 self.documents = documents;
                 return Ok(Some((kind, rewritten)));
@@ -201,6 +209,16 @@ impl LoadedPolicies {
         Err(TestOutcome::Skipped(format!(
             "step {step}: {what} mutates existing resources, a job for Kyverno's background controller (the settings refuse it: {message})"
         )))
+    }
+
+    /// The settings with every document applied so far, as one policy in
+    /// policy-server takes them (the policy itself keeps a namespaced
+    /// document to its namespace); `None` when there are only exceptions.
+    pub fn settings_for_all(&self) -> Option<Value> {
+        self.documents
+            .iter()
+            .any(|d| !is_exception(d))
+            .then(|| settings_of(self.documents.clone()))
     }
 
     /// The settings for a request in `namespace`: every policy that applies
