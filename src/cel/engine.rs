@@ -259,15 +259,18 @@ pub(super) fn mutate<'a>(
     evaluation: &mut Evaluation<'a>,
     schema: Option<apply::SchemaType>,
 ) -> Result<(Value, Vec<String>), String> {
-    let atomics = policy
-        .spec
-        .evaluation
-        .as_ref()
-        .and_then(|e| e.use_server_side_apply)
-        .unwrap_or(false);
-    // Kubernetes decodes a JSON-patched object into its Go type, strictly;
-    // Kyverno keeps objects unstructured, so its patches go unchecked.
-    let typed = schema.filter(|_| !policy.kind.is_kyverno());
+    let patching = Patching {
+        schema,
+        // Kubernetes decodes a JSON-patched object into its Go type, strictly;
+        // Kyverno keeps objects unstructured, so its patches go unchecked.
+        typed: schema.filter(|_| !policy.kind.is_kyverno()),
+        atomics: policy
+            .spec
+            .evaluation
+            .as_ref()
+            .and_then(|e| e.use_server_side_apply)
+            .unwrap_or(false),
+    };
     // Kubernetes' dispatcher records a failed mutation and runs the next
     // on the object as it was; with failurePolicy Ignore what the others
     // did is kept. Kyverno's engine fails the policy as a whole.
@@ -276,23 +279,14 @@ pub(super) fn mutate<'a>(
         && policy.spec.mutations.len() > 1;
     let mut skipped = Vec::new();
     for (i, mutation) in policy.spec.mutations.iter().enumerate() {
-        let (field, expression) = match (&mutation.apply_configuration, &mutation.json_patch) {
-            (Some(e), _) => ("applyConfiguration", e),
-            (None, Some(e)) => ("jsonPatch", e),
+        let patch = match (&mutation.apply_configuration, &mutation.json_patch) {
+            (Some(e), _) => Patch::ApplyConfiguration(&e.expression),
+            (None, Some(e)) => Patch::JsonPatch(&e.expression),
             (None, None) => continue,
         };
         let before = keep_going.then(|| evaluation.object().clone());
         let more = i + 1 < policy.spec.mutations.len();
-        match mutate_once(
-            policy,
-            evaluation,
-            i,
-            field,
-            &expression.expression,
-            schema,
-            typed,
-            atomics,
-        ) {
+        match mutate_once(policy, evaluation, i, patch, patching) {
             Ok(current) => evaluation.set_object(current, more)?,
             Err(why) => match before {
                 Some(before) => {
@@ -310,18 +304,35 @@ pub(super) fn mutate<'a>(
     Ok((evaluation.take_object(), skipped))
 }
 
+/// A mutation's patch: its kind and expression.
+#[derive(Clone, Copy)]
+enum Patch<'a> {
+    ApplyConfiguration(&'a str),
+    JsonPatch(&'a str),
+}
+
+/// What every mutation of a policy is applied with: the object's type (for
+/// apply configurations), the type JSON patches are checked against, and
+/// whether atomic lists and maps are set whole (server-side apply).
+#[derive(Clone, Copy)]
+struct Patching {
+    schema: Option<apply::SchemaType>,
+    typed: Option<apply::SchemaType>,
+    atomics: bool,
+}
+
 /// One mutation over the evaluation's object: the object it leaves.
-#[allow(clippy::too_many_arguments)]
 fn mutate_once<'a>(
     policy: &'a CelPolicy,
     evaluation: &mut Evaluation<'a>,
     i: usize,
-    field: &str,
-    expression: &'a str,
-    schema: Option<apply::SchemaType>,
-    typed: Option<apply::SchemaType>,
-    atomics: bool,
+    patch: Patch<'a>,
+    patching: Patching,
 ) -> Result<Value, String> {
+    let (field, expression) = match patch {
+        Patch::ApplyConfiguration(e) => ("applyConfiguration", e),
+        Patch::JsonPatch(e) => ("jsonPatch", e),
+    };
     let at = || format!("{}.spec.mutations[{i}].{field}.expression", policy.at);
     evaluation.in_mutation = true;
     let result = evaluation.evaluate(expression, at);
@@ -336,19 +347,23 @@ fn mutate_once<'a>(
     // What the object's labels and annotations were, to check what this
     // mutation writes there as the short form's keys are checked.
     let before = crate::mutation::metadata_maps(&current).map(Option::<&Value>::cloned);
-    if field == "applyConfiguration" {
-        if !result.is_object() {
-            return Err(format!(
-                "mutations[{i}]: an apply configuration must be an object (Object{{...}}), not {result}"
-            ));
+    match patch {
+        Patch::ApplyConfiguration(_) => {
+            if !result.is_object() {
+                return Err(format!(
+                    "mutations[{i}]: an apply configuration must be an object (Object{{...}}), not {result}"
+                ));
+            }
+            apply::merge(&mut current, &result, patching.schema, patching.atomics)
+                .map_err(|why| format!("mutations[{i}]: error applying patch: {why}"))?;
         }
-        apply::merge(&mut current, &result, schema, atomics)
-            .map_err(|why| format!("mutations[{i}]: error applying patch: {why}"))?;
-    } else {
-        let patch: json_patch::Patch = serde_json::from_value(result)
-            .map_err(|why| format!("mutations[{i}]: not a list of JSONPatch operations: {why}"))?;
-        super::json_patch_mutation::apply(&mut current, patch.0, typed)
-            .map_err(|why| format!("mutations[{i}]: {why}"))?;
+        Patch::JsonPatch(_) => {
+            let patch: json_patch::Patch = serde_json::from_value(result).map_err(|why| {
+                format!("mutations[{i}]: not a list of JSONPatch operations: {why}")
+            })?;
+            super::json_patch_mutation::apply(&mut current, patch.0, patching.typed)
+                .map_err(|why| format!("mutations[{i}]: {why}"))?;
+        }
     }
     // A key or label value the API server would refuse is an error, which
     // failurePolicy judges, as Kubernetes would refuse the object.

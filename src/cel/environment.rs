@@ -128,13 +128,9 @@ impl Libraries {
     }
 
     /// Readies a parsed expression to run in an environment with these
-    /// libraries: timestamps and durations are opaque to the crate's
-    /// operators, so a policy that uses time has them rewritten.
+    /// libraries ([`prepare`]).
     pub fn prepare(self, expression: &mut ::cel::common::ast::IdedExpr) {
-        libraries::double_text::rewrite(expression);
-        if self.time {
-            libraries::time::rewrite_for_times(expression);
-        }
+        prepare(expression, self.time);
     }
 
     /// What the expressions may call, from the identifiers in their text (a
@@ -200,6 +196,16 @@ pub fn identifiers(source: &str) -> impl Iterator<Item = &str> {
 
 /// The environment an evaluation runs in: the standard library, the
 /// libraries asked for, and the struct types its expressions construct.
+/// Readies a parsed expression to run: `string(double)` as cel-go writes
+/// it, and, in a policy that uses time (`uses_time`), the operators over
+/// timestamps and durations, which are opaque to the crate's own.
+pub fn prepare(expression: &mut ::cel::common::ast::IdedExpr, uses_time: bool) {
+    libraries::double_text::rewrite(expression);
+    if uses_time {
+        libraries::time::rewrite_for_times(expression);
+    }
+}
+
 pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env {
     let mut env = Env::stdlib();
     libraries::double_text::register(&mut env);

@@ -488,14 +488,11 @@ impl CelPolicy {
     /// would with [`CelPolicy::libraries`], reading the expressions' text
     /// only for the time library.
     pub fn prepare(&self, expression: &mut ::cel::common::ast::IdedExpr) {
-        libraries::double_text::rewrite(expression);
         let uses_time = *self.uses_time.get_or_init(|| {
             self.sources()
                 .any(|(_, source)| environment::identifiers(source).any(environment::names_time))
         });
-        if uses_time {
-            libraries::time::rewrite_for_times(expression);
-        }
+        environment::prepare(expression, uses_time);
     }
 
     /// Struct types the mutations construct (the crate knows only these).

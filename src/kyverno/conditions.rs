@@ -82,15 +82,6 @@ pub fn evaluate(key: &Value, op: Operator, value: &Value) -> bool {
 /// list; a list key is in when each of its strings is an item. `None` where
 /// Kyverno finds the types wrong, which makes `In` and `NotIn` both false.
 fn deprecated_in(key: &Value, value: &Value) -> Option<bool> {
-    let printed = |v: &Value| match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{f:.0}"),
-            _ => n.to_string(),
-        }),
-        _ => None,
-    };
     let strings = |list: &[Value]| {
         list.iter()
             .map(|v| v.as_str().map(str::to_string))
@@ -149,14 +140,22 @@ fn in_value(item: &Value, value: &Value) -> bool {
 /// The set operators match an item as Kyverno prints it (`3`, `true`)
 /// against a wildcard first, then as `Equals` does.
 fn in_match(item: &Value, value: &Value) -> bool {
-    let printed = match item {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    };
-    matches!((value, printed), (Value::String(v), Some(k)) if wildcard(v, &k))
+    matches!((value, printed(item)), (Value::String(v), Some(k)) if wildcard(v, &k))
         || equals(item, value)
+}
+
+/// A scalar as Go's `fmt.Sprint` prints what Kyverno decoded it to (a
+/// whole number without a fraction); `None` for lists, maps and null.
+fn printed(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{f:.0}"),
+            _ => n.to_string(),
+        }),
+        _ => None,
+    }
 }
 
 /// `a-b` (inclusive) or `a!-b` (outside), for numbers.
