@@ -213,15 +213,14 @@ class Gen:
             lambda: f"request.resource.resource", lambda: f"request.?subResource.orValue('')",
             lambda: f"['b', 'a', {s()}].sort().join(',')", lambda: f"{s()}.find('[0-9]+')",
             lambda: f"{s()}.findAll('[a-z]').join()",
-            lambda: f"ip('{self.pick(['10.0.0.1', '::1', '2001:db8::68', '192.168.0.1'])}').string()" if False else
-                    f"string(ip('{self.pick(['10.0.0.1', '::1', '2001:db8::68', '192.168.0.1'])}'))",
+            lambda: f"string(ip('{self.pick(['10.0.0.1', '::1', '2001:db8::68', '192.168.0.1'])}'))",
             lambda: f"string(cidr('{self.pick(['10.0.0.0/8', '192.168.1.0/24', '2001:db8::/32'])}').ip())",
             lambda: f"url('{self.pick(['https://example.com:8080/a/b?x=1', 'http://[::1]/p', 'https://u@h/'])}').getHost()",
             lambda: f"url('{self.pick(['https://example.com:8080/a/b?x=1', 'http://h/p'])}').getEscapedPath()",
             lambda: f"{self.expr('list', d)}.map(x, string(x)).join('/')" if self.chance(0.3) else "object.kind",
             lambda: f"base64.encode({self.expr('bytes', d)})",
             lambda: f"string(base64.decode('{self.pick(['aGVsbG8=', 'eA==', '!!'])}'))",
-            lambda: f"string(type({self.expr(self.pick(['int', 'string', 'list', 'map', 'double']), d)}))" if False else f"{s()}.trim()",
+            lambda: f"{s()}.trim()",
         ])()
 
     def e_bool(self, d):
@@ -404,7 +403,7 @@ class Gen:
                               "'/spec/replicas'" if kind == "deployment" else "'/metadata/name'",
                               "'/metadata/annotations/' + jsonpatch.escapeKey('a/b~c')"])
             value = self.pick(["'v'", "{'a': 'b'}", "1", "object.metadata.name",
-                               "Object.spec.containers{name: 'added', image: 'busybox'}" if False else "'x'"])
+                               "'x'"])
             if op in ("add", "replace", "test"):
                 ops.append(f"JSONPatch{{op: '{op}', path: {path}, value: {value}}}")
             elif op == "remove":

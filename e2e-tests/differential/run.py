@@ -58,7 +58,7 @@ def policy_cel(cases):
         cases_path, answers_path = os.path.join(tmp, "cases.jsonl"), os.path.join(tmp, "answers.jsonl")
         with open(cases_path, "w") as f:
             for case in cases:
-                f.write(json.dumps(case) + "\n")
+                f.write(json.dumps(dict(case, request=admission_request(case))) + "\n")
         env = dict(os.environ, DIFFERENTIAL_CASES=cases_path, DIFFERENTIAL_ANSWERS=answers_path)
         out = subprocess.run(["cargo", "test", "--quiet", "--lib", "--", "--ignored", "--exact",
                               "cel::differential::differential_cel"],
@@ -217,51 +217,59 @@ def as_served(cases):
     return served
 
 
+class Tally:
+    """A judge's count: the agreements, and the differences by kind (the
+    words of the explanation, or "unexplained" and how the answers part)."""
+
+    def __init__(self, judge):
+        self.judge, self.started = judge, time.time()
+        self.cases = self.agreements = self.unexplained = 0
+        self.kinds = {}
+
+    def agree(self):
+        self.cases += 1
+        self.agreements += 1
+
+    def differ(self, reason, how, item):
+        self.cases += 1
+        self.kinds.setdefault(reason or f"unexplained {how}", []).append(item)
+        self.unexplained += not reason
+
+    def result(self):
+        return {"judge": self.judge, "cases": self.cases, "agreements": self.agreements,
+                "differences": self.cases - self.agreements, "unexplained": self.unexplained,
+                "seconds": time.time() - self.started}
+
+
 def run_cel(n, seed, report):
-    started = time.time()
-    cases = as_served(generate.cel_cases(n, seed))
+    return run_cel_cases(as_served(generate.cel_cases(n, seed)), report)
+
+
+def run_cel_cases(cases, report):
+    tally = Tally("cel")
     reference = oracle(cases)
     ours = policy_cel(cases)
-    differences = []
-    agreements = 0
     for case in cases:
-        diffs = compare_cel(case, reference[case["id"]], ours[case["id"]])
+        ref, mine = reference[case["id"]], ours[case["id"]]
+        diffs = compare_cel(case, ref, mine)
         if diffs:
-            differences.append((case, diffs))
+            tally.differ(explained.cel(case, ref, mine), diffs[0][1], case)
         else:
-            agreements += 1
-
-    def differs(candidate):
-        candidate = dict(candidate, id="shrink")
-        ref = oracle([candidate])["shrink"]
-        mine = policy_cel([candidate])["shrink"]
-        return bool(compare_cel(candidate, ref, mine))
-
-    unexplained = 0
-    kinds = {}
-    for case, diffs in differences:
-        reason = explained.cel(case, reference[case["id"]], ours[case["id"]])
-        key = reason or "unexplained " + diffs[0][1]
-        kinds.setdefault(key, []).append((case, diffs))
-        if not reason:
-            unexplained += 1
-    shown = 0
-    for key, items in sorted(kinds.items()):
+            tally.agree()
+    for key, items in sorted(tally.kinds.items()):
         report(f"  {len(items):6d}  {key}")
-        if key.startswith("unexplained") and shown < 12:
-            for case, diffs in items[:3]:
-                small = shrink_cel(case, differs) if shown < 12 else case
-                shown += 1
-                ref = oracle([dict(small, id="s")])["s"]
-                mine = policy_cel([dict(small, id="s")])["s"]
-                report(f"          {case['id']}: {small['expression']!r}"
-                       + (f" variables={small['variables']}" if small.get("variables") else ""))
-                report(f"            cel-go: {json.dumps(ref)[:300]}")
-                for path in PATHS:
-                    report(f"            {path}: {json.dumps(mine[path])[:300]}")
-    elapsed = time.time() - started
-    return {"judge": "cel", "cases": len(cases), "agreements": agreements, "differences": len(differences),
-            "unexplained": unexplained, "seconds": elapsed}
+        if not key.startswith("unexplained"):
+            continue
+        for case in items[:3]:
+            small = shrink_cel(case, lambda c: run_cel_cases([dict(c, id="shrink")], lambda _: None)["unexplained"] > 0)
+            ref = oracle([dict(small, id="s")])["s"]
+            mine = policy_cel([dict(small, id="s")])["s"]
+            report(f"          {case['id']}: {small['expression']!r}"
+                   + (f" variables={small['variables']}" if small.get("variables") else ""))
+            report(f"            cel-go: {json.dumps(ref)[:300]}")
+            for path in PATHS:
+                report(f"            {path}: {json.dumps(mine[path])[:300]}")
+    return tally.result()
 
 
 def smaller_policies(case):
@@ -311,17 +319,24 @@ def report_kinds(kinds, reference_name, report, still_differs):
 # ---- MutatingAdmissionPolicy ------------------------------------------------
 
 def admission_request(case):
+    """The AdmissionRequest kube-apiserver sends for the case (the judges
+    build theirs from the same fields)."""
     obj = case["object"]
     api_version = obj.get("apiVersion", "")
     group, _, version = api_version.rpartition("/")
     kind = {"group": group, "version": version, "kind": obj.get("kind", "")}
     meta = obj.get("metadata", {})
-    return {"uid": "differential", "kind": kind, "resource": case["resource"], "requestKind": kind,
-            "requestResource": case["resource"], "name": meta.get("name", ""),
-            "namespace": meta.get("namespace", ""), "operation": case.get("operation", "CREATE"),
-            "userInfo": {"username": "system:kube-scheduler", "groups": ["system:authenticated"]},
-            "object": obj, "oldObject": None, "dryRun": False,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}
+    operation = case.get("operation", "CREATE")
+    request = {"uid": "", "kind": kind, "resource": case["resource"], "requestKind": kind,
+               "requestResource": case["resource"], "name": meta.get("name", ""),
+               "namespace": meta.get("namespace", ""), "operation": operation,
+               "userInfo": {"username": "system:kube-scheduler", "groups": ["system:authenticated"]},
+               "object": obj, "oldObject": case.get("oldObject"), "dryRun": False,
+               "options": {"apiVersion": "meta.k8s.io/v1",
+                           "kind": "UpdateOptions" if operation == "UPDATE" else "CreateOptions"}}
+    if case.get("subResource"):
+        request["subResource"] = request["requestSubResource"] = case["subResource"]
+    return request
 
 
 def map_outcome(reference):
@@ -345,7 +360,7 @@ def run_map(n, seed, wasm, report):
 
 
 def run_map_cases(cases, wasm, report):
-    started = time.time()
+    tally = Tally("mutating-admission-policy")
     reference = oracle(cases)
     requests = [{"id": c["id"], "settings": c["policy"], "request": admission_request(c)} for c in cases]
     ours = policy_wasm(requests, wasm)
@@ -354,8 +369,6 @@ def run_map_cases(cases, wasm, report):
                  for c in cases if ours[c["id"]].get("object") is not None]
     normalized = oracle(normalize)
     originals = oracle([{"id": c["id"], "op": "normalize", "object": c["object"]} for c in cases])
-    agreements, differences, unexplained = 0, 0, 0
-    kinds = {}
     for case in cases:
         ref = dict(reference[case["id"]], _failurePolicy=case["policy"]["spec"].get("failurePolicy", "Fail"))
         ref_verdict, ref_object = map_outcome(ref)
@@ -378,18 +391,13 @@ def run_map_cases(cases, wasm, report):
         if ref_verdict == "unchanged":
             ref_verdict, ref_object = "admitted", originals[case["id"]].get("object")
         if (ref_verdict, ref_object) == (my_verdict, my_object):
-            agreements += 1
-            continue
-        differences += 1
-        reason = explained.mutation(case, ref, mine)
-        key = reason or f"unexplained {ref_verdict}->{my_verdict}"
-        kinds.setdefault(key, []).append((case, ref, mine, ref_object, my_object))
-        if not reason:
-            unexplained += 1
-    report_kinds(kinds, "kube-apiserver", report,
+            tally.agree()
+        else:
+            tally.differ(explained.mutation(case, ref, mine), f"{ref_verdict}->{my_verdict}",
+                         (case, ref, mine, ref_object, my_object))
+    report_kinds(tally.kinds, "kube-apiserver", report,
                  lambda case: run_map_cases([case], wasm, lambda _: None)["unexplained"] > 0)
-    return {"judge": "mutating-admission-policy", "cases": len(cases), "agreements": agreements,
-            "differences": differences, "unexplained": unexplained, "seconds": time.time() - started}
+    return tally.result()
 
 
 # ---- Kyverno: MutatingPolicy and ClusterPolicy ------------------------------
@@ -424,13 +432,11 @@ def policy_outcome(mine):
 
 def run_kyverno(judge, cases, wasm, report):
     """A Kyverno judge: each case through Kyverno's engine and policy.wasm."""
-    started = time.time()
+    tally = Tally(judge)
     reference = kyverno_oracle([{"id": c["id"], "policy": c["policy"], "resource": c["object"],
                                  "operation": c["operation"]} for c in cases])
     requests = [{"id": c["id"], "settings": c["policy"], "request": admission_request(c)} for c in cases]
     ours = policy_wasm(requests, wasm)
-    agreements, differences, unexplained = 0, 0, 0
-    kinds = {}
     for case in cases:
         ref, mine = reference[case["id"]], ours[case["id"]]
         ref_verdict, ref_object = kyverno_outcome(ref)
@@ -440,18 +446,13 @@ def run_kyverno(judge, cases, wasm, report):
         if my_verdict == "admitted" and my_object is None:
             my_object = case["object"]
         if (ref_verdict, ref_object) == (my_verdict, my_object):
-            agreements += 1
-            continue
-        differences += 1
-        reason = explained.kyverno(case, ref, mine)
-        key = reason or f"unexplained {ref_verdict}->{my_verdict}"
-        kinds.setdefault(key, []).append((case, ref, mine, ref_object, my_object))
-        if not reason:
-            unexplained += 1
-    report_kinds(kinds, "kyverno", report,
+            tally.agree()
+        else:
+            tally.differ(explained.kyverno(case, ref, mine), f"{ref_verdict}->{my_verdict}",
+                         (case, ref, mine, ref_object, my_object))
+    report_kinds(tally.kinds, "kyverno", report,
                  lambda case: run_kyverno(judge, [case], wasm, lambda _: None)["unexplained"] > 0)
-    return {"judge": judge, "cases": len(cases), "agreements": agreements, "differences": differences,
-            "unexplained": unexplained, "seconds": time.time() - started}
+    return tally.result()
 
 
 def main():

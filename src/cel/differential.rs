@@ -147,55 +147,6 @@ fn cel_typed(value: &CelValue, depth: usize) -> Result<Value, String> {
     })
 }
 
-/// The admission request the case describes, as the API server sends it.
-fn admission_request(case: &Value) -> Value {
-    let object = case.get("object").cloned().unwrap_or(Value::Null);
-    let old_object = case.get("oldObject").cloned().unwrap_or(Value::Null);
-    let subject = if object.is_null() {
-        &old_object
-    } else {
-        &object
-    };
-    let field = |path: &str| subject.pointer(path).cloned().unwrap_or(json!(""));
-    let api_version = field("/apiVersion");
-    let (group, version) = match api_version.as_str().unwrap_or_default().split_once('/') {
-        Some((group, version)) => (group.to_string(), version.to_string()),
-        None => (
-            String::new(),
-            api_version.as_str().unwrap_or_default().to_string(),
-        ),
-    };
-    let kind = json!({"group": group, "version": version, "kind": field("/kind")});
-    let resource = case.get("resource").cloned().unwrap_or(Value::Null);
-    let operation = case
-        .get("operation")
-        .and_then(Value::as_str)
-        .unwrap_or("CREATE");
-    let options = if operation == "UPDATE" {
-        "UpdateOptions"
-    } else {
-        "CreateOptions"
-    };
-    let mut request = json!({
-        "uid": "", "kind": kind, "resource": resource,
-        "requestKind": kind, "requestResource": resource,
-        "name": field("/metadata/name"), "namespace": field("/metadata/namespace"),
-        "operation": operation,
-        "userInfo": {"username": "system:kube-scheduler", "groups": ["system:authenticated"]},
-        "object": object, "oldObject": old_object, "dryRun": false,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": options},
-    });
-    if let Some(sub) = case
-        .get("subResource")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-    {
-        request["subResource"] = json!(sub);
-        request["requestSubResource"] = json!(sub);
-    }
-    request
-}
-
 /// One case, one way: the answer as the oracle gives it.
 fn answer(case: &Value) -> Value {
     let mut variables = case
@@ -228,7 +179,8 @@ fn answer(case: &Value) -> Value {
             .unwrap_or_default();
         table = table.with(get("v1", "Namespace", None, name), namespace.clone());
     }
-    let payload = json!({"request": admission_request(case), "settings": settings});
+    // The request `run.py` built, as the API server would send it.
+    let payload = json!({"request": case.get("request"), "settings": settings});
     let payload = serde_json::to_vec(&payload).unwrap_or_default();
     CAUGHT.with(|caught| *caught.borrow_mut() = Some(None));
     let response = crate::evaluate(&payload, &table, &table);
@@ -251,7 +203,8 @@ fn with_switches(direct: bool, subset: bool, case: &Value) -> Value {
     answer
 }
 
-/// Reads `DIFFERENTIAL_CASES` (JSON lines) and writes an answer a line to
+/// Reads `DIFFERENTIAL_CASES` (JSON lines, each with the admission request
+/// `e2e-tests/differential/run.py` made for it) and writes an answer a line to
 /// `DIFFERENTIAL_ANSWERS`: `{"id", "paths": {"shipped", "crate_evaluator",
 /// "crate_parser"}}`. Run by `make differential`, not by `cargo test`.
 #[test]
