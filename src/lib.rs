@@ -43,6 +43,8 @@ pub mod settings;
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+#[cfg(test)]
+mod layering_tests;
 
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
