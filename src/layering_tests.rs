@@ -263,6 +263,18 @@ impl<'ast> Visit<'ast> for Names<'_> {
         }
     }
 
+    fn visit_stmt(&mut self, statement: &'ast syn::Stmt) {
+        let attrs: &[syn::Attribute] = match statement {
+            syn::Stmt::Local(local) => &local.attrs,
+            syn::Stmt::Macro(mac) => &mac.attrs,
+            syn::Stmt::Expr(expression, _) => expression_attrs(expression),
+            syn::Stmt::Item(_) => &[],
+        };
+        if !is_test_only(attrs) {
+            syn::visit::visit_stmt(self, statement);
+        }
+    }
+
     fn visit_path(&mut self, path: &'ast syn::Path) {
         let segments: Vec<String> = path
             .segments
@@ -273,6 +285,21 @@ impl<'ast> Visit<'ast> for Names<'_> {
             self.name(&segments);
         }
         syn::visit::visit_path(self, path);
+    }
+}
+
+/// The attributes of the statement-like expressions `#[cfg(test)]` is put on.
+fn expression_attrs(expression: &syn::Expr) -> &[syn::Attribute] {
+    match expression {
+        syn::Expr::If(e) => &e.attrs,
+        syn::Expr::Call(e) => &e.attrs,
+        syn::Expr::MethodCall(e) => &e.attrs,
+        syn::Expr::Block(e) => &e.attrs,
+        syn::Expr::Assign(e) => &e.attrs,
+        syn::Expr::Match(e) => &e.attrs,
+        syn::Expr::ForLoop(e) => &e.attrs,
+        syn::Expr::Macro(e) => &e.attrs,
+        _ => &[],
     }
 }
 

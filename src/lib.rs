@@ -28,17 +28,20 @@
 )]
 
 pub mod admission;
+pub mod autogen;
 pub mod cel;
 pub mod cluster;
 pub mod glob;
 pub mod identity;
 pub mod k8s_names;
 pub mod kyverno;
+pub mod metadata;
 pub mod mutation;
 pub mod node_lookup;
 pub mod object;
 pub mod pass_through;
 pub mod pipeline;
+pub mod policy_options;
 pub mod settings;
 
 #[cfg(any(test, feature = "fuzzing"))]

@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use crate::admission::{AdmissionRequest, Subject};
 use crate::cel::CelPolicy;
-use crate::cel::engine::{CelRequest, CelResult};
+use crate::cel::engine::CelResult;
 use crate::cel::matching::RequestInfo;
+use crate::cel::request::CelRequest;
 use crate::cluster::{CachedCluster, Cluster};
 use crate::identity;
 use crate::kyverno;
@@ -23,7 +24,8 @@ use crate::kyverno::spec::RuleSpec;
 use crate::mutation::{self, ObjectKind};
 use crate::node_lookup::{self, NodeFields, NodeLookup};
 use crate::object::Object;
-use crate::settings::{self, FailurePolicy, PolicyPlan, RuleGroup};
+use crate::policy_options::FailurePolicy;
+use crate::settings::{self, PolicyPlan, RuleGroup};
 
 /// One step of the pipeline.
 pub enum Step<'p> {
@@ -332,7 +334,7 @@ impl<'a> Pipeline<'a> {
         })?;
         // Autogen: a Pod rule runs over a controller's Pod template, as a Pod.
         let template =
-            kyverno::autogen::template_pointer(&inputs.facts.kind, &group.autogen.controllers)
+            crate::autogen::template_pointer(&inputs.facts.kind, &group.autogen.controllers)
                 .filter(|_| inputs.facts.sub_resource.is_empty());
         let pod_facts;
         let view;
@@ -344,7 +346,7 @@ impl<'a> Pipeline<'a> {
                     kind: "Pod".to_string(),
                     ..inputs.facts.clone()
                 };
-                view = kyverno::autogen::view(object, pointer);
+                view = crate::autogen::view(object, pointer);
                 (&pod_facts, &view)
             }
             None => (&inputs.facts, &*object),
@@ -361,7 +363,7 @@ impl<'a> Pipeline<'a> {
                 let mutated = match template {
                     Some(pointer) => {
                         let mut whole = object.clone();
-                        kyverno::autogen::write_back(&mut whole, pointer, mutated);
+                        crate::autogen::write_back(&mut whole, pointer, mutated);
                         whole
                     }
                     None => mutated,
@@ -394,7 +396,7 @@ fn commit(
     mut mutated: Value,
 ) -> Result<(bool, Vec<String>), String> {
     identity::check(object, &mutated)?;
-    let warnings = mutation::guard_metadata(who, object, &mut mutated);
+    let warnings = crate::metadata::guard_metadata(who, object, &mut mutated);
     let changed = mutated != *object;
     *object = mutated;
     Ok((changed, warnings))

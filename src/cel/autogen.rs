@@ -4,15 +4,15 @@
 
 use serde_json::{Value, json};
 
-use super::CelPolicy;
 use super::matching::{self, RequestInfo};
+use super::policy::CelPolicy;
 
 /// What a Pod policy sees of a controller: Kyverno rewrites its expressions
 /// so that `object.spec` and `object.metadata.labels` / `.annotations` are
 /// the Pod template's; the rest of `object.metadata` (name, namespace, ...)
 /// stays the controller's.
 pub(super) fn template_view(object: &Value, pointer: &str) -> Value {
-    let mut view = crate::kyverno::autogen::view(object, pointer);
+    let mut view = crate::autogen::view(object, pointer);
     let mut metadata = object.get("metadata").cloned().unwrap_or_else(|| json!({}));
     if let Some(metadata) = metadata.as_object_mut() {
         for key in ["labels", "annotations"] {
@@ -54,7 +54,7 @@ pub(super) fn write_back(object: &mut Value, pointer: &str, mut view: Value) {
     if let Some(view) = view.as_object_mut() {
         view.insert("metadata".to_string(), template_metadata);
     }
-    crate::kyverno::autogen::write_back(object, pointer, view);
+    crate::autogen::write_back(object, pointer, view);
     // The controller keeps its own labels and annotations.
     if let (Some(controller), Some(original)) = (
         controller_metadata.as_object_mut(),
@@ -91,5 +91,5 @@ pub(super) fn template_pointer(
         return None;
     }
     let kind = crate::kyverno::resources::kind_of(&info.group, &info.resource, &[])?.0;
-    crate::kyverno::autogen::template_pointer(&kind, &policy.autogen)
+    crate::autogen::template_pointer(&kind, &policy.autogen)
 }

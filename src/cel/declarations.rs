@@ -9,7 +9,7 @@
 
 use ::cel::common::ast::{Expr, IdedExpr};
 
-use super::program::children;
+use super::ast::children;
 
 /// What Kubernetes binds for admission CEL (`params` is checked apart, with
 /// `paramKind`), then what Kyverno's own kinds add: the policy exceptions
@@ -123,7 +123,7 @@ fn first_undeclared_variable<'e>(
     expr: &'e IdedExpr,
     declared: &[&str],
 ) -> Option<(&'e IdedExpr, &'e str)> {
-    if let Some((operand, field)) = super::program::selection(expr)
+    if let Some((operand, field)) = super::ast::selection(expr)
         && matches!(&operand.expr, Expr::Ident(name) if name == "variables")
     {
         return (!declared.contains(&field)).then_some((operand, field));

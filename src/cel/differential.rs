@@ -14,8 +14,9 @@ use ::cel::objects::{Key, OptionalValue};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::engine::{CelResult, Evaluated};
+use super::engine::CelResult;
 use super::evaluation::Evaluation;
+use super::request::Evaluated;
 use crate::kyverno::conformance::{Table, get};
 
 /// The variable holding the case's expression.

@@ -24,7 +24,7 @@ use ::cel::IdedExpr;
 use ::cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
 use serde_json::{Map, Value};
 
-use super::environment::ResourceCall;
+use super::host_reads::ResourceCall;
 
 /// A value as the direct evaluator holds it.
 #[derive(Debug, Clone, PartialEq)]

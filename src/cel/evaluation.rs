@@ -12,13 +12,14 @@ use ::cel::common::value::Val;
 use ::cel::{Context, Value as CelValue};
 use serde_json::Value;
 
-use super::CelPolicy;
 use super::direct::{self, Direct};
-use super::engine::{CelRequest, Evaluated, describe};
-use super::environment::{self, ImageDataLibrary, READ_PENDING, ResourceCall, ResourceLibrary};
+use super::environment;
 use super::exception::CelException;
+use super::host_reads::{self, ImageDataLibrary, READ_PENDING, ResourceCall, ResourceLibrary};
 use super::libraries::authorizer;
+use super::policy::CelPolicy;
 use super::program::{self, Compiled};
+use super::request::{CelRequest, Evaluated, describe};
 use super::values::from_json;
 use crate::cluster::Read;
 use crate::kyverno::field_paths::{Reach, field_masks};
@@ -435,7 +436,7 @@ impl<'a> Evaluation<'a> {
             }
             reach
         });
-        let answer = environment::read(
+        let answer = host_reads::read(
             &call,
             &masks,
             reach.as_ref(),

@@ -11,14 +11,12 @@
 
 use ::cel::common::ast::{CallExpr, Expr, IdedExpr, LiteralValue};
 
-use super::comprehensions::Builder;
+use super::macro_builder::{ACCU, Builder};
 
 /// The name `sortBy` binds its target to, so that it is evaluated once;
 /// the crate's own, which no CEL name can be.
 const SORT_BY_INPUT: &str = "@__sortBy_input__";
 const SORT_BY_KEYS: &str = "@sortByAssociatedKeys";
-/// The accumulator of the crate's `map` macro, and of [`Builder::fold`].
-const ACCU: &str = "@result";
 
 /// Whether an expression's word may be one of these macros.
 pub fn named(word: &str) -> bool {

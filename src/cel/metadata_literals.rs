@@ -12,14 +12,15 @@
 //!   `value` under `/metadata/labels`.
 //!
 //! Keys computed when the mutation runs are checked then
-//! ([`crate::mutation::first_metadata_problem`]); a label value given as a
+//! ([`crate::metadata::first_metadata_problem`]); a label value given as a
 //! literal string is checked here too.
 
 use ::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, operators};
 use serde_json::Value;
 
-use super::program::{children, positions};
-use crate::mutation::metadata_problem;
+use super::ast::children;
+use super::program::positions;
+use crate::metadata::metadata_problem;
 
 /// The first literal metadata key (or label value) in `expr`, a mutation's
 /// expression, that the API server would refuse: the message, with the line

@@ -9,8 +9,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ::cel::IdedExpr;
-use ::cel::common::ast::{EntryExpr, Expr};
+use ::cel::common::ast::Expr;
 use ::cel::parser::PrattParser;
+
+use super::ast::{MAX_NODES, children, selection};
+use super::source_text::Quoted;
 
 /// Longest expression accepted, in bytes. Kubernetes bounds expressions by
 /// an estimated cost instead; a length bound keeps parsing (repeated in every
@@ -39,82 +42,6 @@ fn depth(expr: &IdedExpr, at: usize) -> usize {
     });
     deepest
 }
-
-/// Calls `f` on each direct subexpression.
-pub(crate) fn children<'e>(expr: &'e IdedExpr, f: &mut dyn FnMut(&'e IdedExpr)) {
-    match &expr.expr {
-        Expr::Call(call) => {
-            call.target.iter().for_each(|t| f(t));
-            call.args.iter().for_each(f);
-        }
-        Expr::Select(select) => f(&select.operand),
-        Expr::Comprehension(c) => {
-            for part in [
-                &c.iter_range,
-                &c.accu_init,
-                &c.loop_cond,
-                &c.loop_step,
-                &c.result,
-            ] {
-                f(part);
-            }
-        }
-        Expr::List(list) => list.elements.iter().for_each(f),
-        Expr::Map(::cel::common::ast::MapExpr { entries })
-        | Expr::Struct(::cel::common::ast::StructExpr { entries, .. }) => {
-            for entry in entries {
-                match &entry.expr {
-                    EntryExpr::StructField(field) => f(&field.value),
-                    EntryExpr::MapEntry(entry) => {
-                        f(&entry.key);
-                        f(&entry.value);
-                    }
-                }
-            }
-        }
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
-    }
-}
-
-/// Calls `f` on each direct subexpression, mutably.
-pub(crate) fn children_mut(expr: &mut IdedExpr, f: &mut dyn FnMut(&mut IdedExpr)) {
-    match &mut expr.expr {
-        Expr::Call(call) => {
-            call.target.iter_mut().for_each(|t| f(t));
-            call.args.iter_mut().for_each(f);
-        }
-        Expr::Select(select) => f(&mut select.operand),
-        Expr::Comprehension(c) => {
-            for part in [
-                &mut c.iter_range,
-                &mut c.accu_init,
-                &mut c.loop_cond,
-                &mut c.loop_step,
-                &mut c.result,
-            ] {
-                f(part);
-            }
-        }
-        Expr::List(list) => list.elements.iter_mut().for_each(f),
-        Expr::Map(::cel::common::ast::MapExpr { entries })
-        | Expr::Struct(::cel::common::ast::StructExpr { entries, .. }) => {
-            for entry in entries {
-                match &mut entry.expr {
-                    EntryExpr::StructField(field) => f(&mut field.value),
-                    EntryExpr::MapEntry(entry) => {
-                        f(&mut entry.key);
-                        f(&mut entry.value);
-                    }
-                }
-            }
-        }
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
-    }
-}
-
-/// Most nodes an expression may parse into (a list literal of 10,000
-/// elements is refused).
-pub const MAX_NODES: usize = 5_000;
 
 /// Most loop iterations an expression's comprehensions (`map`, `filter`,
 /// `all`, `exists`...) may be estimated to make, nested ones multiplied:
@@ -287,13 +214,9 @@ pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, 
             "{at}: operations nested more than {MAX_DEPTH} deep; the evaluator recurses once per level"
         ));
     }
-    // Only an expression that names a comprehension or extension macro can
-    // hold one: the walk is skipped for the rest (most, per request).
-    if super::environment::identifiers(source)
-        .any(|word| super::comprehensions::named(word) || super::extension_macros::named(word))
-    {
-        super::comprehensions::expand(&mut expression).map_err(|e| format!("{at}: {e}"))?;
-    }
+    // Two-variable comprehensions and extension macros, found in the tree
+    // (a name in a string or a comment is not a call).
+    super::comprehensions::expand(&mut expression).map_err(|e| format!("{at}: {e}"))?;
     let iterations = iterations(&expression, 0);
     if iterations > MAX_ITERATIONS {
         return Err(format!(
@@ -315,31 +238,6 @@ pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, 
     };
     reads.walk(&compiled.expression, 0);
     Ok(compiled)
-}
-
-/// Tells, character by character, what of a CEL text is inside a quoted
-/// literal: a string (`'...'`, `"..."`, with backslash escapes) or a
-/// backquoted field name.
-#[derive(Default)]
-pub(super) struct Quoted {
-    quote: Option<char>,
-    escaped: bool,
-}
-
-impl Quoted {
-    /// Whether `c`, the next character, is part of a quoted literal, its
-    /// quotes included.
-    pub(super) fn next(&mut self, c: char) -> bool {
-        match self.quote {
-            Some(_) if self.escaped => self.escaped = false,
-            Some(_) if c == '\\' => self.escaped = true,
-            Some(q) if c == q => self.quote = None,
-            Some(_) => {}
-            None if matches!(c, '"' | '\'' | '`') => self.quote = Some(c),
-            None => return false,
-        }
-        true
-    }
 }
 
 /// Where brackets first nest deeper than [`MAX_NESTING`], outside string
@@ -408,33 +306,6 @@ struct Reads<'r> {
     identifiers: &'r mut BTreeSet<String>,
     uses: &'r mut ReadUses,
     libraries: &'r mut BTreeSet<String>,
-}
-
-/// A field selection, plain (`a.b`, `has(a.b)`) or optional (`a.?b`), or an
-/// index by a string literal (`m["k"]`, `m[?"k"]`): its operand and field.
-pub(super) fn selection(expr: &IdedExpr) -> Option<(&IdedExpr, &str)> {
-    use ::cel::common::ast::operators::{INDEX, OPT_INDEX, OPT_SELECT};
-    match &expr.expr {
-        Expr::Select(select) => Some((&select.operand, select.field.as_str())),
-        // `m["key"]` and `m[?"key"]` read one field of a map, as `m.key`.
-        Expr::Call(call)
-            if call.target.is_none()
-                && (call.func_name == OPT_SELECT
-                    || call.func_name == INDEX
-                    || call.func_name == OPT_INDEX) =>
-        {
-            match call.args.as_slice() {
-                [operand, field] => match &field.expr {
-                    Expr::Literal(::cel::common::ast::LiteralValue::String(name)) => {
-                        Some((operand, name.inner()))
-                    }
-                    _ => None,
-                },
-                _ => None,
-            }
-        }
-        _ => None,
-    }
 }
 
 /// `resource.Get(...)` (or `get`).

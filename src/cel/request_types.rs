@@ -6,37 +6,9 @@
 //! Timestamps are `dyn` here: the evaluator reads them as the text the
 //! request carries.
 
-use super::type_check::Ty;
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Declared {
-    Request { kyverno: bool },
-    GroupVersionKind,
-    GroupVersionResource,
-    UserInfo,
-    Namespace,
-    NamespaceMetadata,
-    NamespaceSpec,
-    NamespaceStatus,
-    NamespaceCondition,
-}
+use super::types::{Declared, Ty};
 
 impl Declared {
-    /// The type's name after `kubernetes.`.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Declared::Request { .. } => "AdmissionRequest",
-            Declared::GroupVersionKind => "GroupVersionKind",
-            Declared::GroupVersionResource => "GroupVersionResource",
-            Declared::UserInfo => "UserInfo",
-            Declared::Namespace => "Namespace",
-            Declared::NamespaceMetadata => "NamespaceMetadata",
-            Declared::NamespaceSpec => "NamespaceSpec",
-            Declared::NamespaceStatus => "NamespaceStatus",
-            Declared::NamespaceCondition => "NamespaceCondition",
-        }
-    }
-
     /// The type of `field`; `None` when the type has no such field.
     pub(crate) fn field(self, field: &str) -> Option<Ty> {
         use Declared::*;

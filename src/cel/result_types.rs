@@ -6,9 +6,9 @@
 
 use ::cel::common::ast::{EntryExpr, Expr, IdedExpr, operators};
 
-use super::Place;
-use super::program::children;
-use super::type_check::Ty;
+use super::ast::children;
+use super::spec::Place;
+use super::types::Ty;
 
 /// Why a value of type `ty`, at `place`, cannot be what that place needs.
 pub fn mismatch(place: Place, ty: &Ty) -> Option<String> {

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 
 use crate::kyverno::spec::LabelSelector;
-use crate::settings::FailurePolicy;
+use crate::policy_options::FailurePolicy;
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -178,4 +178,52 @@ pub struct Evaluation {
 pub struct Enabled {
     #[serde(default)]
     pub enabled: Option<bool>,
+}
+
+/// The CEL document kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CelKind {
+    MutatingPolicy,
+    NamespacedMutatingPolicy,
+    MutatingAdmissionPolicy,
+}
+
+impl CelKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            CelKind::MutatingPolicy => "MutatingPolicy",
+            CelKind::NamespacedMutatingPolicy => "NamespacedMutatingPolicy",
+            CelKind::MutatingAdmissionPolicy => "MutatingAdmissionPolicy",
+        }
+    }
+
+    pub fn is_kyverno(self) -> bool {
+        self != CelKind::MutatingAdmissionPolicy
+    }
+}
+
+/// Where an expression sits in a policy's spec; written as its path there
+/// (`mutations[0].applyConfiguration.expression`).
+#[derive(Debug, Clone, Copy)]
+pub enum Place {
+    MatchCondition(usize),
+    Variable(usize),
+    /// The mutation's index and its field (`applyConfiguration`, `jsonPatch`).
+    Mutation(usize, &'static str),
+    AuditAnnotation(usize),
+    TargetExpression,
+    TargetCondition(usize),
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::MatchCondition(i) => write!(f, "matchConditions[{i}].expression"),
+            Place::Variable(i) => write!(f, "variables[{i}].expression"),
+            Place::Mutation(i, field) => write!(f, "mutations[{i}].{field}.expression"),
+            Place::AuditAnnotation(i) => write!(f, "auditAnnotations[{i}].valueExpression"),
+            Place::TargetExpression => f.write_str("targetMatchConstraints.expression"),
+            Place::TargetCondition(i) => write!(f, "targetMatchConditions[{i}].expression"),
+        }
+    }
 }

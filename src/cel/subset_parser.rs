@@ -24,7 +24,7 @@ use ::cel::common::ast::{
     SelectExpr, StructExpr, StructFieldExpr, operators,
 };
 
-use super::program::MAX_NODES;
+use super::ast::MAX_NODES;
 
 /// Deepest recursion before giving up (the crate then decides): operator
 /// chains and `?:` nest without brackets.
@@ -617,7 +617,7 @@ mod tests {
             {
                 entries.iter_mut().for_each(|entry| entry.id = 0);
             }
-            crate::cel::program::children_mut(expr, &mut clear);
+            crate::cel::ast::children_mut(expr, &mut clear);
         }
         clear(&mut expr);
         expr

@@ -11,10 +11,11 @@ use serde::Deserialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::value::RawValue;
 
-use super::{AUTOGEN_ANNOTATION, AUTOGEN_DEFAULT, Autogen, Checks, FailurePolicy};
+use crate::autogen::{AUTOGEN_ANNOTATION, AUTOGEN_DEFAULT, Autogen};
 use crate::cel::exception::{CelException, ExceptionSpec};
 use crate::cel::{CelKind, CelPolicy};
 use crate::kyverno::spec::RuleSpec;
+use crate::policy_options::{Checks, FailurePolicy};
 
 /// A pasted policy document, as the items of `policies` are written.
 #[derive(Debug, Default, Deserialize)]
@@ -279,7 +280,7 @@ impl PolicyDocument {
                 CelKind::NamespacedMutatingPolicy => Some(namespace_of(&metadata, at)?),
                 _ => None,
             };
-            return CelPolicy::read(
+            return crate::cel::compile(
                 cel_kind,
                 self.api_version.as_deref().unwrap_or_default(),
                 metadata.name,

@@ -12,6 +12,9 @@ use crate::k8s_names::{check_label_value, check_qualified_name};
 use crate::kyverno::resources::ResourceKind;
 use crate::kyverno::spec::RuleSpec;
 
+pub use crate::autogen::{AUTOGEN_ANNOTATION, AUTOGEN_DEFAULT, Autogen};
+pub use crate::policy_options::{Checks, FailurePolicy};
+
 mod copy;
 mod documents;
 use copy::{check_conflicts, default_rule};
@@ -63,10 +66,6 @@ pub struct Settings {
     #[serde(default)]
     pub status: Option<IgnoredAny>,
 }
-
-/// The annotation by which a Kyverno policy chooses which Pod controllers its
-/// Pod rules are generated for.
-pub const AUTOGEN_ANNOTATION: &str = "pod-policies.kyverno.io/autogen-controllers";
 
 /// At most this many `copy` entries: one evaluation's work stays bounded.
 pub const MAX_COPY_ENTRIES: usize = 500;
@@ -137,29 +136,6 @@ impl Destination {
     }
     pub fn labels(self) -> bool {
         matches!(self, Destination::Labels | Destination::Both)
-    }
-}
-
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
-pub enum FailurePolicy {
-    /// Accept the request unchanged, with a warning naming the Node and cause.
-    #[default]
-    Ignore,
-    /// Reject the request with that message.
-    Fail,
-}
-
-impl TryFrom<String> for FailurePolicy {
-    type Error = String;
-    fn try_from(value: String) -> Result<Self, String> {
-        match value.as_str() {
-            "Ignore" => Ok(FailurePolicy::Ignore),
-            "Fail" => Ok(FailurePolicy::Fail),
-            _ => Err(format!(
-                "unknown value {value:?}: expected `Ignore` or `Fail`"
-            )),
-        }
     }
 }
 
@@ -314,32 +290,6 @@ impl PolicyPlan {
     }
 }
 
-/// Kyverno's autogen: a rule that matches only Pods also applies to the Pod
-/// templates of these controllers (CronJob's one level deeper).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Autogen {
-    pub controllers: Vec<String>,
-}
-
-/// The controllers Kyverno generates Pod rules for by default.
-pub const AUTOGEN_DEFAULT: [&str; 7] = [
-    "DaemonSet",
-    "Deployment",
-    "Job",
-    "StatefulSet",
-    "ReplicaSet",
-    "ReplicationController",
-    "CronJob",
-];
-
-impl Default for Autogen {
-    fn default() -> Self {
-        Autogen {
-            controllers: AUTOGEN_DEFAULT.iter().map(|c| c.to_string()).collect(),
-        }
-    }
-}
-
 impl PolicyPlan {
     pub fn reads(&self, source: Source) -> bool {
         self.copy.iter().any(|r| r.source == source)
@@ -378,7 +328,7 @@ impl PolicyPlan {
                     policy.name,
                 ));
             }
-            warnings.extend(policy.mutate_existing_warning());
+            warnings.extend(crate::cel::targets::warning(&policy));
         }
         for rule in &self.copy {
             // Keys under kubernetes.io/ and k8s.io/ are written only by an
@@ -464,20 +414,6 @@ fn without_position(err: &serde_json::Error) -> String {
         Some(cut) if err.line() > 0 => text.get(..cut).unwrap_or(&text).to_string(),
         _ => text,
     }
-}
-
-/// How much checking [`Settings::compile`] does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Checks {
-    /// Everything: what `validate_settings` runs when policy-server loads the
-    /// policy.
-    Full,
-    /// The structure only, for `validate` on every request. policy-server
-    /// refuses to run a policy whose settings failed `validate_settings`, so
-    /// the character-level key checks and conflict search would only repeat
-    /// themselves on every scheduled Pod; every key and value produced is
-    /// still checked before it is written.
-    Structural,
 }
 
 /// Parses and fully validates: `validate_settings`.

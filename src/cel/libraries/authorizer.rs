@@ -34,7 +34,7 @@ use super::{
     Function, boolean, error, member, opaque, opaque_arg, string, string_arg, string_type,
 };
 use crate::admission::AdmissionRequest;
-use crate::cel::environment::READ_PENDING;
+use crate::cel::host_reads::READ_PENDING;
 use crate::cel::matching::RequestInfo;
 use crate::cluster::{CachedCluster, Read};
 
@@ -418,5 +418,5 @@ fn visit_calls(expr: &IdedExpr, f: &mut dyn FnMut(&str, &IdedExpr)) {
     {
         f(&call.func_name, target);
     }
-    crate::cel::program::children(expr, &mut |child| visit_calls(child, f));
+    crate::cel::ast::children(expr, &mut |child| visit_calls(child, f));
 }

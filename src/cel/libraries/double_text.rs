@@ -20,7 +20,7 @@ pub fn register(env: &mut Env) {
 
 /// Wraps the argument of every one-argument global `string(x)`.
 pub fn rewrite(expr: &mut IdedExpr) {
-    crate::cel::program::children_mut(expr, &mut rewrite);
+    crate::cel::ast::children_mut(expr, &mut rewrite);
     if let Expr::Call(call) = &mut expr.expr
         && call.target.is_none()
         && call.func_name == "string"

@@ -347,7 +347,7 @@ const FORMAT_ARGS: &str = "@tfmt";
 /// so that they reach timestamps and durations, and hands `format` its
 /// arguments through [`format_args`].
 pub fn rewrite_for_times(expr: &mut IdedExpr) {
-    crate::cel::program::children_mut(expr, &mut rewrite_for_times);
+    crate::cel::ast::children_mut(expr, &mut rewrite_for_times);
     if let Expr::Call(call) = &mut expr.expr
         && call.target.is_some()
         && call.func_name == "format"

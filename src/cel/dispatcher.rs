@@ -1,0 +1,186 @@
+//! Dispatching one CEL policy's parts over an evaluation, in Kubernetes' and
+//! Kyverno's order: exceptions, conditions, then each mutation's patcher
+//! over the object as the one before left it.
+
+use ::cel::Value as CelValue;
+use serde_json::{Value, json};
+
+use super::apply;
+use super::evaluation::Evaluation;
+use super::policy::CelPolicy;
+use super::request::Evaluated;
+use super::values::to_json;
+use crate::policy_options::FailurePolicy;
+
+/// Kyverno checks exceptions first: `false` where one that holds exempts
+/// the object; one that only lists images or values hands them to the
+/// policy (`exceptions`).
+pub(super) fn check_exceptions<'a>(
+    policy: &'a CelPolicy,
+    evaluation: &mut Evaluation<'a>,
+) -> Result<bool, String> {
+    let mut allowed_images = Vec::new();
+    let mut allowed_values = Vec::new();
+    for exception in &policy.exceptions {
+        if evaluation.exception_holds(exception)? {
+            let spec = &exception.spec;
+            if spec.images.is_empty() && spec.allowed_values.is_empty() {
+                return Ok(false);
+            }
+            allowed_images.extend(spec.images.iter().cloned());
+            allowed_values.extend(spec.allowed_values.iter().cloned());
+        }
+    }
+    if policy.kind.is_kyverno() {
+        evaluation.exceptions = Some(json!({
+            "allowedImages": allowed_images, "allowedValues": allowed_values,
+        }));
+    }
+    Ok(true)
+}
+
+/// Whether a condition holds; `Err` for an error or a value that is not a
+/// bool (named as the crate types it).
+pub(super) fn condition_holds<'a>(
+    evaluation: &mut Evaluation<'a>,
+    source: &'a str,
+    at: impl Fn() -> String + Copy,
+) -> Result<bool, String> {
+    let value = match evaluation.evaluate(source, at)? {
+        Evaluated::Json(Value::Bool(b)) => CelValue::Bool(b),
+        Evaluated::Json(_) => evaluation.evaluate_with_crate(source, at)?,
+        Evaluated::Cel(value) => value,
+    };
+    match value {
+        CelValue::Bool(b) => Ok(b),
+        other => Err(format!("gives {}, not a bool", other.type_of())),
+    }
+}
+
+/// Runs the policy's mutations in order over the evaluation's object, each
+/// over the object as the one before left it; gives the object at the end,
+/// and the mutations a MutatingAdmissionPolicy with failurePolicy Ignore
+/// went on without.
+///
+/// `schema` is the object's type, for apply configurations: the Pod's for a
+/// Pod template seen through autogen.
+pub(super) fn mutate<'a>(
+    policy: &'a CelPolicy,
+    evaluation: &mut Evaluation<'a>,
+    schema: Option<apply::SchemaType>,
+) -> Result<(Value, Vec<String>), String> {
+    let patching = Patching {
+        schema,
+        // Kubernetes decodes a JSON-patched object into its Go type, strictly;
+        // Kyverno keeps objects unstructured, so its patches go unchecked.
+        typed: schema.filter(|_| !policy.kind.is_kyverno()),
+        atomics: policy
+            .spec
+            .evaluation
+            .as_ref()
+            .and_then(|e| e.use_server_side_apply)
+            .unwrap_or(false),
+    };
+    // Kubernetes' dispatcher records a failed mutation and runs the next
+    // on the object as it was; with failurePolicy Ignore what the others
+    // did is kept. Kyverno's engine fails the policy as a whole.
+    let keep_going = !policy.kind.is_kyverno()
+        && policy.failure_policy == FailurePolicy::Ignore
+        && policy.spec.mutations.len() > 1;
+    let mut skipped = Vec::new();
+    for (i, mutation) in policy.spec.mutations.iter().enumerate() {
+        let patch = match (&mutation.apply_configuration, &mutation.json_patch) {
+            (Some(e), _) => Patch::ApplyConfiguration(&e.expression),
+            (None, Some(e)) => Patch::JsonPatch(&e.expression),
+            (None, None) => continue,
+        };
+        let before = keep_going.then(|| evaluation.object().clone());
+        let more = i + 1 < policy.spec.mutations.len();
+        match mutate_once(policy, evaluation, i, patch, patching) {
+            Ok(current) => evaluation.set_object(current, more)?,
+            Err(why) => match before {
+                Some(before) => {
+                    skipped.push(format!(
+                        "{} {:?} mutations[{i}] not applied: {why}",
+                        policy.kind.name(),
+                        policy.name
+                    ));
+                    evaluation.set_object(before, more)?;
+                }
+                None => return Err(why),
+            },
+        }
+    }
+    Ok((evaluation.take_object(), skipped))
+}
+
+/// A mutation's patch: its kind and expression.
+#[derive(Clone, Copy)]
+enum Patch<'a> {
+    ApplyConfiguration(&'a str),
+    JsonPatch(&'a str),
+}
+
+/// What every mutation of a policy is applied with: the object's type (for
+/// apply configurations), the type JSON patches are checked against, and
+/// whether atomic lists and maps are set whole (server-side apply).
+#[derive(Clone, Copy)]
+struct Patching {
+    schema: Option<apply::SchemaType>,
+    typed: Option<apply::SchemaType>,
+    atomics: bool,
+}
+
+/// One mutation over the evaluation's object: the object it leaves.
+fn mutate_once<'a>(
+    policy: &'a CelPolicy,
+    evaluation: &mut Evaluation<'a>,
+    i: usize,
+    patch: Patch<'a>,
+    patching: Patching,
+) -> Result<Value, String> {
+    let (field, expression) = match patch {
+        Patch::ApplyConfiguration(e) => ("applyConfiguration", e),
+        Patch::JsonPatch(e) => ("jsonPatch", e),
+    };
+    let at = || format!("{}.spec.mutations[{i}].{field}.expression", policy.at);
+    evaluation.in_mutation = true;
+    let result = evaluation.evaluate(expression, at);
+    evaluation.in_mutation = false;
+    let result = match result? {
+        Evaluated::Json(result) => result,
+        Evaluated::Cel(result) => {
+            to_json(&result).map_err(|why| format!("mutations[{i}]: {why}"))?
+        }
+    };
+    let mut current = evaluation.take_object();
+    // What the object's labels and annotations were, to check what this
+    // mutation writes there as the short form's keys are checked.
+    let before = crate::metadata::metadata_maps(&current).map(Option::<&Value>::cloned);
+    match patch {
+        Patch::ApplyConfiguration(_) => {
+            if !result.is_object() {
+                return Err(format!(
+                    "mutations[{i}]: an apply configuration must be an object (Object{{...}}), not {result}"
+                ));
+            }
+            apply::merge(&mut current, &result, patching.schema, patching.atomics)
+                .map_err(|why| format!("mutations[{i}]: error applying patch: {why}"))?;
+        }
+        Patch::JsonPatch(_) => {
+            let patch: json_patch::Patch = serde_json::from_value(result).map_err(|why| {
+                format!("mutations[{i}]: not a list of JSONPatch operations: {why}")
+            })?;
+            super::json_patch_mutation::apply(&mut current, patch.0, patching.typed)
+                .map_err(|why| format!("mutations[{i}]: {why}"))?;
+        }
+    }
+    // A key or label value the API server would refuse is an error, which
+    // failurePolicy judges, as Kubernetes would refuse the object.
+    if let Some(problem) =
+        crate::metadata::first_metadata_problem(before.each_ref().map(Option::as_ref), &current)
+    {
+        return Err(format!("mutations[{i}]: {problem}"));
+    }
+    Ok(current)
+}

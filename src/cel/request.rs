@@ -1,0 +1,82 @@
+//! What one evaluation of CEL policies shares about the request: its facts,
+//! the admission request itself and its `request` and `oldObject` values,
+//! made once when an expression first reads them; and what an expression
+//! gives.
+
+use std::cell::OnceCell;
+
+use ::cel::Value as CelValue;
+use serde_json::Value;
+
+use super::matching::RequestInfo;
+use super::values::from_json;
+use crate::admission::AdmissionRequest;
+use crate::cluster::CachedCluster;
+use crate::kyverno::resources::ResourceKind;
+
+/// An evaluation error in words: a library function's own message, after
+/// the function's name.
+pub(super) fn describe(error: &::cel::ExecutionError) -> String {
+    match error {
+        ::cel::ExecutionError::FunctionError { function, message } => {
+            format!("{function}: {message}")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// What an expression gave: JSON from the direct evaluator, or a value of
+/// the `cel` crate.
+pub(super) enum Evaluated {
+    Json(Value),
+    Cel(CelValue),
+}
+
+/// What one evaluation of CEL policies shares.
+pub struct CelRequest<'a> {
+    pub info: &'a RequestInfo,
+    pub admission: &'a AdmissionRequest<'a>,
+    /// The admission request without `object` and `oldObject`, made the
+    /// first time an expression reads `request`.
+    pub request: &'a OnceCell<CelValue>,
+    pub old_object: &'a OnceCell<CelValue>,
+    pub kinds: &'a [ResourceKind],
+    pub cluster: &'a CachedCluster<'a>,
+}
+
+impl CelRequest<'_> {
+    /// Kubernetes leaves `object` and `oldObject` out of `request` (they
+    /// are variables of their own); Kyverno's CEL policies see them in it.
+    pub(super) fn request(&self, with_objects: bool) -> CelValue {
+        let build = || {
+            let mut fields = serde_json::Map::new();
+            for (name, value) in &self.admission.fields {
+                let name: &str = name;
+                if !with_objects && (name == "object" || name == "oldObject") {
+                    continue;
+                }
+                if let Ok(value) = serde_json::from_str::<Value>(value.get()) {
+                    fields.insert(name.to_string(), value);
+                }
+            }
+            from_json(&Value::Object(fields))
+        };
+        if with_objects {
+            build()
+        } else {
+            self.request.get_or_init(build).clone()
+        }
+    }
+
+    pub(super) fn old_object(&self) -> CelValue {
+        self.old_object
+            .get_or_init(|| {
+                self.admission
+                    .raw("oldObject")
+                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                    .map(|old| from_json(&old))
+                    .unwrap_or(CelValue::Null)
+            })
+            .clone()
+    }
+}
