@@ -2,7 +2,13 @@
 //! [`CopyRule`] (which Node keys, which Pod keys, where), and the search for
 //! entries that contradict each other.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use super::plan::{CopyRule, Naming, Origin, Source};
+use super::schema::{CopyEntry, ReplacePrefix};
+use crate::glob::KeyPattern;
+use crate::k8s_names::{check_label_value, check_qualified_name};
+use crate::policy_options::Checks;
 
 pub(super) fn default_rule(key: &str, checks: Checks) -> Result<CopyRule, String> {
     CopyEntry {

@@ -244,7 +244,7 @@ fn read_spec<T: DeserializeOwned + Default>(
     let mut de = serde_json::Deserializer::from_slice(spec.get().as_bytes());
     serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|err| {
         let path = err.path().to_string();
-        let inner = super::without_position(&err.into_inner());
+        let inner = without_position(&err.into_inner());
         if path == "." {
             format!("{at}.spec: {inner}")
         } else {
@@ -358,4 +358,14 @@ fn namespace_of(metadata: &PolicyMetadata, at: &str) -> Result<String, String> {
         )
     })?;
     Ok(namespace)
+}
+
+/// serde_json ends messages with "at line L column C"; settings reach the
+/// policy re-encoded from YAML, so the position points nowhere useful.
+pub(super) fn without_position(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    match text.rfind(" at line ") {
+        Some(cut) if err.line() > 0 => text.get(..cut).unwrap_or(&text).to_string(),
+        _ => text,
+    }
 }

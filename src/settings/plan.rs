@@ -1,0 +1,212 @@
+//! The plan settings compile into ([`super::compile`]): the short form's copy
+//! rules, and the groups of Kyverno rules and CEL policies, in order, with
+//! what each does on failure.
+
+use super::schema::{Destination, PresetKeys};
+use crate::autogen::Autogen;
+use crate::cel::CelPolicy;
+use crate::glob::KeyPattern;
+use crate::kyverno::resources::ResourceKind;
+use crate::kyverno::spec::RuleSpec;
+use crate::policy_options::FailurePolicy;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Label,
+    Annotation,
+}
+
+impl Source {
+    pub fn noun(self) -> &'static str {
+        match self {
+            Source::Label => "label",
+            Source::Annotation => "annotation",
+        }
+    }
+}
+
+/// How a Node key becomes a Pod key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Naming {
+    Same,
+    Rename(String),
+    AddPrefix(String),
+    ReplacePrefix { from: String, to: String },
+}
+
+impl Naming {
+    /// The Pod key for a Node key. `ReplacePrefix` leaves keys that do not
+    /// start with `from` as they are.
+    pub fn apply(&self, node_key: &str) -> String {
+        match self {
+            Naming::Same => node_key.to_string(),
+            Naming::Rename(key) => key.clone(),
+            Naming::AddPrefix(prefix) => format!("{prefix}{node_key}"),
+            Naming::ReplacePrefix { from, to } => match node_key.strip_prefix(from.as_str()) {
+                Some(rest) => format!("{to}{rest}"),
+                None => node_key.to_string(),
+            },
+        }
+    }
+}
+
+/// Where a rule came from: `settings.copy[i]`, or the built-in default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Copy(usize),
+    Default,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Copy(i) => write!(f, "copy[{i}]"),
+            Origin::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// A validated entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyRule {
+    /// Where the rule came from, for messages.
+    pub origin: Origin,
+    pub source: Source,
+    pub selector: KeyPattern,
+    pub destination: Destination,
+    pub naming: Naming,
+    /// The pattern Pod keys produced by this rule follow (the selector with
+    /// the naming applied). Used to decide which Pod keys the rule manages.
+    pub target: KeyPattern,
+    pub default: Option<String>,
+}
+
+impl CopyRule {
+    /// Whether this rule may write `pod_key` when it falls under a prefix
+    /// Kubernetes reserves: only when the settings name that prefix literally.
+    pub fn names_prefix_of(&self, pod_key: &str) -> bool {
+        match pod_key.split_once('/') {
+            Some((prefix, _)) => self
+                .target
+                .literal_prefix()
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/')),
+            None => true,
+        }
+    }
+}
+
+/// Validated settings, ready for the engine.
+#[derive(Debug, Clone)]
+pub struct PolicyPlan {
+    /// The short form's entries (or the built-in default).
+    pub copy: Vec<CopyRule>,
+    /// Kyverno rules, run after the short form.
+    pub rules: Vec<RuleSpec>,
+    pub resource_kinds: Vec<ResourceKind>,
+    pub failure_policy: FailurePolicy,
+    pub on_preset_keys: PresetKeys,
+    /// What governs each run of `rules`: one group for bare `rules` or a
+    /// pasted policy, one per document of `policies`, in order.
+    pub rule_groups: Vec<RuleGroup>,
+}
+
+/// Rules that came from one policy, and what governs them.
+#[derive(Debug, Clone)]
+pub struct RuleGroup {
+    /// How many of the plan's `rules`, following the groups before.
+    pub count: usize,
+    pub failure_policy: FailurePolicy,
+    /// Which Pod controllers its Pod rules are also generated for.
+    pub autogen: Autogen,
+    /// A namespaced `Policy`'s namespace: its rules see only requests in it
+    /// (cluster-scoped objects have none, so they are never matched).
+    pub namespace: Option<String>,
+    /// A CEL policy document, which this group is instead of rules.
+    pub cel: Option<Box<CelPolicy>>,
+}
+
+impl PolicyPlan {
+    /// Each rule with the group it belongs to, in order.
+    pub fn grouped_rules(&self) -> impl Iterator<Item = (&RuleSpec, &RuleGroup)> {
+        self.rule_groups
+            .iter()
+            .flat_map(|group| std::iter::repeat_n(group, group.count))
+            .zip(&self.rules)
+            .map(|(group, rule)| (rule, group))
+    }
+}
+
+impl PolicyPlan {
+    pub fn reads(&self, source: Source) -> bool {
+        self.copy.iter().any(|r| r.source == source)
+    }
+
+    /// What is worth saying about settings that load but may not do what
+    /// they seem to: logged when the policy is loaded.
+    pub fn load_warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.copy.is_empty()
+            && self.rules.is_empty()
+            && self.rule_groups.iter().all(|group| group.cel.is_none())
+        {
+            warnings.push("settings: these settings copy nothing and run no rules, so the policy changes nothing (an empty `copy` or `rules` list means nothing; leave both out for the zone and region default)".to_string());
+        }
+        for policy in self
+            .rule_groups
+            .iter()
+            .filter_map(|group| group.cel.as_deref())
+        {
+            // Kyverno's and Kubernetes' default for these kinds is Fail: on
+            // bindings, a Node that cannot be read then stops scheduling. (A
+            // mutateExisting policy on the Pod being bound reads the Pod and
+            // the Node in its run over the Pod, whose failures leave the
+            // Binding as it is; one that does not run at admission fails
+            // nothing.)
+            if !policy.failure_policy_given
+                && !policy.bound_pod
+                && policy.runs_on_admission()
+                && policy.matches_bindings()
+            {
+                warnings.push(format!(
+                    "{}.spec.failurePolicy: {} {:?} matches pods/binding and sets no failurePolicy, so it gets Fail, the default of its kind: a Node that cannot be read (or any other error) rejects the Binding, the scheduler retries, and Pods stay pending; set `failurePolicy: Ignore` to schedule them without the metadata, or `failurePolicy: Fail` to keep this",
+                    policy.at,
+                    policy.kind.name(),
+                    policy.name,
+                ));
+            }
+            warnings.extend(crate::cel::targets::warning(&policy));
+        }
+        for rule in &self.copy {
+            // Keys under kubernetes.io/ and k8s.io/ are written only by an
+            // entry that spells that prefix out; a glob that does not can
+            // still meet them on a Node, and leaves them out.
+            if !rule.selector.is_exact() && !rule.target.literal_prefix().contains('/') {
+                let field = rule.source.noun();
+                warnings.push(format!(
+                    "settings.{}.{field}: glob {:?} leaves out the Node {field}s it matches under prefixes Kubernetes reserves (kubernetes.io/, k8s.io/: for example topology.kubernetes.io/zone); to copy those, add an entry that spells the prefix out, such as {{{field}: \"topology.kubernetes.io/*\"}}",
+                    rule.origin,
+                    rule.selector.as_str(),
+                ));
+            }
+        }
+        warnings
+    }
+}
+
+/// The group a CEL policy document makes; `given`, the document's or the
+/// settings' `failurePolicy`, else the kinds' default, `Fail`.
+pub(super) fn cel_group(mut policy: Box<CelPolicy>, given: Option<FailurePolicy>) -> RuleGroup {
+    let failure_policy = given.unwrap_or(FailurePolicy::Fail);
+    policy.failure_policy = failure_policy;
+    policy.failure_policy_given = given.is_some();
+    RuleGroup {
+        count: 0,
+        failure_policy,
+        autogen: Autogen {
+            controllers: Vec::new(),
+        },
+        namespace: policy.namespace.clone(),
+        cel: Some(policy),
+    }
+}
