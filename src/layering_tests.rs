@@ -494,6 +494,60 @@ fn no_import_cycle_between_files() {
     );
 }
 
+/// The top-level package a file belongs to: `cel/engine.rs` to `cel`,
+/// `pipeline.rs` to `pipeline`.
+fn package(file: &str) -> String {
+    let first = file.split('/').next().unwrap_or(file);
+    first.strip_suffix(".rs").unwrap_or(first).to_string()
+}
+
+#[test]
+fn no_import_cycle_between_packages() {
+    let krate = crate_graph();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut evidence: BTreeMap<(String, String), String> = BTreeMap::new();
+    for (file, targets) in &krate.edges {
+        for target in targets {
+            let (from, to) = (package(file), package(target));
+            // lib.rs is the entry point over every package.
+            if from != to && from != "lib" {
+                evidence
+                    .entry((from.clone(), to.clone()))
+                    .or_insert_with(|| format!("{file} -> {target}"));
+                edges.entry(from).or_default().insert(to);
+            }
+        }
+    }
+    let found = cycles(&edges);
+    let (edges, evidence) = (&edges, &evidence);
+    let described: Vec<String> = found
+        .iter()
+        .map(|component| {
+            let inside: Vec<String> = component
+                .iter()
+                .flat_map(|from| {
+                    edges[from]
+                        .iter()
+                        .filter(|to| component.contains(to))
+                        .map(move |to| {
+                            format!(
+                                "    {from} -> {to} ({})",
+                                evidence[&(from.clone(), to.clone())]
+                            )
+                        })
+                })
+                .collect();
+            format!("{}\n{}", component.join(", "), inside.join("\n"))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "{} import cycle(s) between packages:\n{}",
+        found.len(),
+        described.join("\n")
+    );
+}
+
 #[test]
 fn no_file_over_the_size_limit() {
     let krate = crate_graph();

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::patchers::{PatchKind, Patcher};
 use super::policy::CelPolicy;
 use super::spec::{self, CelKind, CelSpec, Place};
 use super::{
@@ -112,7 +113,7 @@ pub fn compile(
     api_version: &str,
     name: Option<String>,
     namespace: Option<String>,
-    spec: CelSpec,
+    mut spec: CelSpec,
     params: Option<Value>,
     at: &str,
     checks: Checks,
@@ -283,14 +284,24 @@ pub fn compile(
     if !kind.is_kyverno() || !can_autogen(spec.match_constraints.as_ref()) {
         autogen.clear();
     }
-    for (i, mutation) in spec.mutations.iter().enumerate() {
-        let at = format_args!("{spec_at}.mutations[{i}]");
-        match (
+    let mut patchers = Vec::with_capacity(spec.mutations.len());
+    for (index, mutation) in std::mem::take(&mut spec.mutations).into_iter().enumerate() {
+        let at = format_args!("{spec_at}.mutations[{index}]");
+        let patcher = match (
             mutation.patch_type.as_str(),
-            &mutation.apply_configuration,
-            &mutation.json_patch,
+            mutation.apply_configuration,
+            mutation.json_patch,
         ) {
-            ("ApplyConfiguration", Some(_), None) | ("JSONPatch", None, Some(_)) => {}
+            ("ApplyConfiguration", Some(expression), None) => Patcher {
+                index,
+                kind: PatchKind::ApplyConfiguration,
+                expression: expression.expression,
+            },
+            ("JSONPatch", None, Some(expression)) => Patcher {
+                index,
+                kind: PatchKind::JsonPatch,
+                expression: expression.expression,
+            },
             ("ApplyConfiguration", _, _) => {
                 return Err(format!(
                     "{at}: patchType ApplyConfiguration needs applyConfiguration, and no jsonPatch"
@@ -307,6 +318,7 @@ pub fn compile(
                 ));
             }
         };
+        patchers.push(patcher);
     }
     let policy = CelPolicy {
         kind,
@@ -318,6 +330,7 @@ pub fn compile(
         params,
         namespace,
         autogen,
+        patchers,
         exceptions: Vec::new(),
         bound_pod,
         has_targets,

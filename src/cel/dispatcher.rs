@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::apply;
 use super::evaluation::Evaluation;
+use super::patchers::{Patcher, Patching};
 use super::policy::CelPolicy;
 use super::request::Evaluated;
 use super::values::to_json;
@@ -86,17 +87,13 @@ pub(super) fn mutate<'a>(
     // did is kept. Kyverno's engine fails the policy as a whole.
     let keep_going = !policy.kind.is_kyverno()
         && policy.failure_policy == FailurePolicy::Ignore
-        && policy.spec.mutations.len() > 1;
+        && policy.patchers.len() > 1;
     let mut skipped = Vec::new();
-    for (i, mutation) in policy.spec.mutations.iter().enumerate() {
-        let patch = match (&mutation.apply_configuration, &mutation.json_patch) {
-            (Some(e), _) => Patch::ApplyConfiguration(&e.expression),
-            (None, Some(e)) => Patch::JsonPatch(&e.expression),
-            (None, None) => continue,
-        };
+    for (n, patcher) in policy.patchers.iter().enumerate() {
+        let i = patcher.index;
         let before = keep_going.then(|| evaluation.object().clone());
-        let more = i + 1 < policy.spec.mutations.len();
-        match mutate_once(policy, evaluation, i, patch, patching) {
+        let more = n + 1 < policy.patchers.len();
+        match mutate_once(policy, evaluation, patcher, patching) {
             Ok(current) => evaluation.set_object(current, more)?,
             Err(why) => match before {
                 Some(before) => {
@@ -114,38 +111,17 @@ pub(super) fn mutate<'a>(
     Ok((evaluation.take_object(), skipped))
 }
 
-/// A mutation's patch: its kind and expression.
-#[derive(Clone, Copy)]
-enum Patch<'a> {
-    ApplyConfiguration(&'a str),
-    JsonPatch(&'a str),
-}
-
-/// What every mutation of a policy is applied with: the object's type (for
-/// apply configurations), the type JSON patches are checked against, and
-/// whether atomic lists and maps are set whole (server-side apply).
-#[derive(Clone, Copy)]
-struct Patching {
-    schema: Option<apply::SchemaType>,
-    typed: Option<apply::SchemaType>,
-    atomics: bool,
-}
-
 /// One mutation over the evaluation's object: the object it leaves.
 fn mutate_once<'a>(
     policy: &'a CelPolicy,
     evaluation: &mut Evaluation<'a>,
-    i: usize,
-    patch: Patch<'a>,
+    patcher: &'a Patcher,
     patching: Patching,
 ) -> Result<Value, String> {
-    let (field, expression) = match patch {
-        Patch::ApplyConfiguration(e) => ("applyConfiguration", e),
-        Patch::JsonPatch(e) => ("jsonPatch", e),
-    };
-    let at = || format!("{}.spec.mutations[{i}].{field}.expression", policy.at);
+    let i = patcher.index;
+    let at = || policy.path(patcher.place());
     evaluation.in_mutation = true;
-    let result = evaluation.evaluate(expression, at);
+    let result = evaluation.evaluate(&patcher.expression, at);
     evaluation.in_mutation = false;
     let result = match result? {
         Evaluated::Json(result) => result,
@@ -154,33 +130,6 @@ fn mutate_once<'a>(
         }
     };
     let mut current = evaluation.take_object();
-    // What the object's labels and annotations were, to check what this
-    // mutation writes there as the short form's keys are checked.
-    let before = crate::metadata::metadata_maps(&current).map(Option::<&Value>::cloned);
-    match patch {
-        Patch::ApplyConfiguration(_) => {
-            if !result.is_object() {
-                return Err(format!(
-                    "mutations[{i}]: an apply configuration must be an object (Object{{...}}), not {result}"
-                ));
-            }
-            apply::merge(&mut current, &result, patching.schema, patching.atomics)
-                .map_err(|why| format!("mutations[{i}]: error applying patch: {why}"))?;
-        }
-        Patch::JsonPatch(_) => {
-            let patch: json_patch::Patch = serde_json::from_value(result).map_err(|why| {
-                format!("mutations[{i}]: not a list of JSONPatch operations: {why}")
-            })?;
-            super::json_patch_mutation::apply(&mut current, patch.0, patching.typed)
-                .map_err(|why| format!("mutations[{i}]: {why}"))?;
-        }
-    }
-    // A key or label value the API server would refuse is an error, which
-    // failurePolicy judges, as Kubernetes would refuse the object.
-    if let Some(problem) =
-        crate::metadata::first_metadata_problem(before.each_ref().map(Option::as_ref), &current)
-    {
-        return Err(format!("mutations[{i}]: {problem}"));
-    }
+    patcher.apply(&mut current, result, patching)?;
     Ok(current)
 }

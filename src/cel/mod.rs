@@ -33,6 +33,7 @@ pub mod matching;
 mod metadata_literals;
 #[cfg(test)]
 mod patch_conformance;
+pub mod patchers;
 mod policy;
 pub mod program;
 pub mod request;

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::environment;
 use super::exception;
 use super::matching;
+use super::patchers::Patcher;
 use super::program;
 use super::spec::{CelKind, CelSpec, Place};
 use crate::policy_options::FailurePolicy;
@@ -34,6 +35,9 @@ pub struct CelPolicy {
     pub namespace: Option<String>,
     /// Pod mutations also run over these controllers' Pod templates.
     pub autogen: Vec<String>,
+    /// One per mutation, in order (the document's `spec.mutations` is
+    /// emptied into them).
+    pub patchers: Vec<Patcher>,
     /// The `PolicyException`s beside it in the settings that name it.
     pub exceptions: Vec<exception::CelException>,
     /// `evaluation.mutateExisting` on the Pod being bound (`bound_pod`).
@@ -66,13 +70,8 @@ impl CelPolicy {
         self.derived.get_or_init(|| {
             let sources: Vec<&str> = self.sources().map(|(_, s)| s).collect();
             let mut struct_names = BTreeSet::new();
-            for mutation in &self.spec.mutations {
-                for expression in [&mutation.apply_configuration, &mutation.json_patch]
-                    .into_iter()
-                    .flatten()
-                {
-                    program::struct_names(&expression.expression, &mut struct_names);
-                }
+            for patcher in &self.patchers {
+                program::struct_names(&patcher.expression, &mut struct_names);
             }
             let words = sources
                 .iter()
@@ -138,19 +137,16 @@ impl CelPolicy {
         let spec = &self.spec;
         let conditions = spec.match_conditions.iter().enumerate();
         let variables = spec.variables.iter().enumerate();
-        let mutations = spec.mutations.iter().enumerate().filter_map(|(i, m)| {
-            match (&m.apply_configuration, &m.json_patch) {
-                (Some(e), _) => Some((Place::Mutation(i, "applyConfiguration"), e)),
-                (None, Some(e)) => Some((Place::Mutation(i, "jsonPatch"), e)),
-                (None, None) => None,
-            }
-        });
+        let mutations = self
+            .patchers
+            .iter()
+            .map(|patcher| (patcher.place(), patcher.expression.as_str()));
         let audit = spec.audit_annotations.iter().enumerate();
         let target_conditions = spec.target_match_conditions.iter().enumerate();
         conditions
             .map(|(i, c)| (Place::MatchCondition(i), c.expression.as_str()))
             .chain(variables.map(|(i, v)| (Place::Variable(i), v.expression.as_str())))
-            .chain(mutations.map(|(place, e)| (place, e.expression.as_str())))
+            .chain(mutations)
             .chain(audit.map(|(i, a)| (Place::AuditAnnotation(i), a.value_expression.as_str())))
             .chain(
                 self.target_expression()
