@@ -32,6 +32,7 @@ pub mod cel;
 pub mod cluster;
 pub mod glob;
 pub mod identity;
+pub mod image_registry;
 pub mod k8s_names;
 pub mod kyverno;
 pub mod mutation;
@@ -40,6 +41,7 @@ pub mod object;
 pub mod pass_through;
 pub mod pipeline;
 pub mod settings;
+pub mod shared;
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;

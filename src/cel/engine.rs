@@ -18,8 +18,8 @@ use super::values::{from_json, to_json};
 use super::{CelPolicy, apply, bound_pod};
 use crate::admission::AdmissionRequest;
 use crate::cluster::CachedCluster;
-use crate::kyverno::resources::ResourceKind;
 use crate::settings::FailurePolicy;
+use crate::shared::resources::ResourceKind;
 
 /// What one evaluation of CEL policies shares.
 pub struct CelRequest<'a> {

@@ -13,8 +13,8 @@ use ::cel::{Env, ExecutionError, StructType, Value};
 
 use super::libraries::{self, string_arg};
 use crate::cluster::{CachedCluster, Read};
-use crate::kyverno::field_paths::Reach;
-use crate::kyverno::resources::{ResourceKind, kind_of};
+use crate::shared::reach::Reach;
+use crate::shared::resources::{ResourceKind, kind_of};
 
 /// The libraries an environment is given. Building an environment is most
 /// of what a small policy costs per request (policy-server starts every

@@ -14,11 +14,12 @@ use super::jmes::Functions;
 use super::matching::{RequestFacts, matches};
 use super::patch::{Skip, apply_json6902, parse_json6902, strategic_merge};
 use super::references::ConfigMapMasks;
-use super::resources::{ResourceKind, kind_of};
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
 use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
-use super::{image_registry, jmes, variables};
+use super::{jmes, variables};
 use crate::cluster::{CachedCluster, Read};
+use crate::image_registry;
+use crate::shared::resources::{ResourceKind, kind_of};
 
 /// At most this many elements of a `foreach` list are processed.
 pub const MAX_FOREACH_ELEMENTS: usize = 1000;
@@ -279,7 +280,7 @@ impl Engine<'_> {
         // Only those fields are asked of the host, which prunes the object
         // before it serialises it (a Node is mostly status and managedFields).
         if let (Some(reach), Read::Get { field_masks, .. }) = (&reach, &mut read) {
-            *field_masks = field_paths::field_masks(reach);
+            *field_masks = crate::shared::reach::field_masks(reach);
         }
         let answer = match &reach {
             Some(reach) => cluster.read_reach(&read, reach),

@@ -9,8 +9,8 @@ use jmespath::{Context, JmespathError, Rcvar, Variable};
 use serde_json::Value;
 
 use super::jmes::{Body, fail, number, str_arg, string, to_var};
-use super::time::Instant;
-use super::units::{Duration, Quantity};
+use crate::shared::time::Instant;
+use crate::shared::units::{Duration, Quantity};
 
 /// Kyverno functions left out, with the reason given at load time.
 pub const REFUSED: &[(&str, &str)] = &[(

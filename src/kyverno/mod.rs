@@ -5,7 +5,6 @@ pub mod autogen;
 pub mod conditions;
 pub mod engine;
 pub mod field_paths;
-pub mod image_registry;
 pub mod images;
 pub mod jmes;
 pub mod kyverno_functions;
@@ -13,10 +12,7 @@ pub mod matching;
 pub mod patch;
 pub mod pattern;
 pub mod references;
-pub mod resources;
 pub mod spec;
-pub mod time;
-pub mod units;
 pub mod variable_names;
 pub mod variables;
 
@@ -28,7 +24,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::admission::AdmissionRequest;
-use resources::ResourceKind;
+use crate::shared::resources::ResourceKind;
 use spec::{ContextEntry, ForeachSpec, MatchSpec, RuleSpec};
 
 /// The admission request as JMESPath data for the rules, and its object as

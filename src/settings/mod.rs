@@ -9,8 +9,8 @@ use serde::de::IgnoredAny;
 
 use crate::glob::KeyPattern;
 use crate::k8s_names::{check_label_value, check_qualified_name};
-use crate::kyverno::resources::ResourceKind;
 use crate::kyverno::spec::RuleSpec;
+use crate::shared::resources::ResourceKind;
 
 mod copy;
 mod documents;
