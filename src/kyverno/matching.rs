@@ -183,7 +183,7 @@ pub fn requester_roles(facts: &RequestFacts, cluster: &CachedCluster) -> Result<
                 label_selector: None,
                 field_selector: None,
             })
-            .map(|answer| crate::kyverno::jmes::to_value(&answer))
+            .map(|answer| crate::kyverno::jmes_values::to_value(&answer))
             .map_err(|e| format!("cannot work out the requester's roles: listing {kind}s: {e}"))
     };
     let mut held = HeldRoles::default();
@@ -297,7 +297,7 @@ fn resources_match(
             .and_then(|n| n.get("metadata"))
             .and_then(|m| m.as_object())
             .and_then(|m| m.get("labels"))
-            .map(|l| crate::kyverno::jmes::to_value(l));
+            .map(|l| crate::kyverno::jmes_values::to_value(l));
         let labels = labels.as_ref().and_then(Value::as_object);
         if !selector_matches(selector, labels) {
             return Ok(false);
