@@ -33,6 +33,7 @@ pub mod cluster;
 pub mod glob;
 pub mod identity;
 pub mod image_registry;
+pub mod json_fields;
 pub mod k8s_names;
 pub mod kyverno;
 pub mod mutation;
