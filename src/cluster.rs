@@ -13,7 +13,7 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 use jmespath::Rcvar;
 use serde::de::DeserializeSeed;
 
-use crate::kyverno::field_paths::{Pruned, PrunedJson, Reach};
+use crate::shared::reach::{Pruned, PrunedJson, Reach};
 
 use crate::node_lookup::host_error_cause;
 

@@ -33,6 +33,8 @@ pub mod cel;
 pub mod cluster;
 pub mod glob;
 pub mod identity;
+pub mod image_registry;
+pub mod json_fields;
 pub mod k8s_names;
 pub mod kyverno;
 pub mod metadata;
@@ -43,6 +45,7 @@ pub mod pass_through;
 pub mod pipeline;
 pub mod policy_options;
 pub mod settings;
+pub mod shared;
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;

@@ -35,7 +35,7 @@ struct Reader<'a> {
 }
 
 /// The fields of the request classification reads (the first of each, as
-/// [`crate::admission::JsonFields::raw`] finds them).
+/// [`crate::json_fields::JsonFields::raw`] finds them).
 #[derive(Default)]
 struct RequestFields {
     operation: Option<Span>,

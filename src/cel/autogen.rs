@@ -90,6 +90,6 @@ pub(super) fn template_pointer(
     if !matching::rules_match(constraints, &pods) {
         return None;
     }
-    let kind = crate::kyverno::resources::kind_of(&info.group, &info.resource, &[])?.0;
+    let kind = crate::shared::resources::kind_of(&info.group, &info.resource, &[])?.0;
     crate::autogen::template_pointer(&kind, &policy.autogen)
 }

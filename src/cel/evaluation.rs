@@ -22,7 +22,7 @@ use super::program::{self, Compiled};
 use super::request::{CelRequest, Evaluated, describe};
 use super::values::from_json;
 use crate::cluster::Read;
-use crate::kyverno::field_paths::{Reach, field_masks};
+use crate::shared::reach::{Reach, field_masks};
 
 /// At most this many host reads per policy and request.
 const MAX_READS: usize = 16;
@@ -531,8 +531,7 @@ impl<'a> Evaluation<'a> {
             }
             for image in wanted_images {
                 self.within_read_bound("resource and image reads")?;
-                let answer =
-                    crate::kyverno::image_registry::image_metadata(&image, self.request.cluster);
+                let answer = crate::image_registry::image_metadata(&image, self.request.cluster);
                 self.images.insert(image, answer);
             }
             for call in wanted {

@@ -14,8 +14,8 @@ use ::cel::{Env, ExecutionError, Value};
 
 use super::libraries::{string_arg, string_type as string};
 use crate::cluster::{CachedCluster, Read};
-use crate::kyverno::field_paths::Reach;
-use crate::kyverno::resources::{ResourceKind, kind_of};
+use crate::shared::reach::Reach;
+use crate::shared::resources::{ResourceKind, kind_of};
 
 static RESOURCE_TYPE: Type = Type::new_unspecified_type("kyverno.resource");
 

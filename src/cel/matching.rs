@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::spec::{MatchResources, ResourceRule};
 use crate::admission::{AdmissionRequest, GroupVersionResource};
-use crate::kyverno::matching::selector_matches;
+use crate::shared::label_selector::selector_matches;
 
 /// What matching reads of a request.
 #[derive(Debug, Default, Clone)]

@@ -12,7 +12,7 @@ use super::matching::RequestInfo;
 use super::values::from_json;
 use crate::admission::AdmissionRequest;
 use crate::cluster::CachedCluster;
-use crate::kyverno::resources::ResourceKind;
+use crate::shared::resources::ResourceKind;
 
 /// An evaluation error in words: a library function's own message, after
 /// the function's name.

@@ -6,8 +6,8 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
-use super::units::{Duration, Quantity};
 use crate::glob::wildcard;
+use crate::shared::units::{Duration, Quantity};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operator {

@@ -873,8 +873,8 @@ mod point5_variables {
     }
 }
 
-/// 6. Kyverno's functions inside rules (each family is unit-tested in
-///    `jmes` and `kyverno_functions`).
+/// 6. Kyverno's functions inside rules (each family is unit-tested in its
+///    file under `jmes_functions`).
 mod point6_functions {
     use super::*;
 

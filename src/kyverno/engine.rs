@@ -14,11 +14,12 @@ use super::jmes::Functions;
 use super::matching::{RequestFacts, matches};
 use super::patch::{Skip, apply_json6902, parse_json6902, strategic_merge};
 use super::references::ConfigMapMasks;
-use super::resources::{ResourceKind, kind_of};
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
 use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
-use super::{image_registry, jmes, variables};
+use super::{jmes, jmes_values, variables};
 use crate::cluster::{CachedCluster, Read};
+use crate::image_registry;
+use crate::shared::resources::{ResourceKind, kind_of};
 
 /// At most this many elements of a `foreach` list are processed.
 pub const MAX_FOREACH_ELEMENTS: usize = 1000;
@@ -146,7 +147,7 @@ impl Engine<'_> {
                 ));
             }
             let mut scoped = scope.clone();
-            let index_var = jmes::to_var(&json!(index));
+            let index_var = jmes_values::to_var(&json!(index));
             scoped.set("element", element.clone());
             scoped.set("elementIndex", index_var.clone());
             scoped.set(&format!("element{depth}"), element.clone());
@@ -196,7 +197,7 @@ impl Engine<'_> {
         let rt = self.functions;
         let value = if let Some(variable) = &entry.variable {
             let base = match &variable.value {
-                Some(value) => Some(jmes::to_var(&substitute(rt, value, data)?)),
+                Some(value) => Some(jmes_values::to_var(&substitute(rt, value, data)?)),
                 None => None,
             };
             let result = match (&variable.jmes_path, base) {
@@ -246,7 +247,7 @@ impl Engine<'_> {
             };
             let image = image_registry::image_data(&reference, path.as_deref(), cluster)
                 .map_err(|e| format!("context {:?}: image {reference:?}: {e}", entry.name))?;
-            let image = jmes::to_var(&image);
+            let image = jmes_values::to_var(&image);
             match path {
                 Some(path) => jmes::search_var(rt, &path, &image)?,
                 None => image,
@@ -279,7 +280,7 @@ impl Engine<'_> {
         // Only those fields are asked of the host, which prunes the object
         // before it serialises it (a Node is mostly status and managedFields).
         if let (Some(reach), Read::Get { field_masks, .. }) = (&reach, &mut read) {
-            *field_masks = field_paths::field_masks(reach);
+            *field_masks = crate::shared::reach::field_masks(reach);
         }
         let answer = match &reach {
             Some(reach) => cluster.read_reach(&read, reach),
@@ -375,7 +376,7 @@ impl Scope {
         // Read once per rule, from the object as the rules before left it; a
         // foreach's own patches do not change what its elements see.
         if let Some(images) = super::images::images(object) {
-            vars.insert("images".to_string(), jmes::to_var(&images));
+            vars.insert("images".to_string(), jmes_values::to_var(&images));
         }
         let mut scope = Scope {
             vars: Rc::new(Variable::Object(vars)),
@@ -404,7 +405,7 @@ impl Scope {
             return;
         };
         if let Variable::Object(request) = Rc::make_mut(request) {
-            request.insert("object".to_string(), jmes::to_var(object));
+            request.insert("object".to_string(), jmes_values::to_var(object));
         }
     }
 
@@ -422,9 +423,9 @@ fn with_default(
 ) -> Result<Rcvar, String> {
     match (result, default) {
         (Ok(value), Some(default)) if matches!(*value, Variable::Null) => {
-            Ok(jmes::to_var(&substitute(rt, default, data)?))
+            Ok(jmes_values::to_var(&substitute(rt, default, data)?))
         }
-        (Err(_), Some(default)) => Ok(jmes::to_var(&substitute(rt, default, data)?)),
+        (Err(_), Some(default)) => Ok(jmes_values::to_var(&substitute(rt, default, data)?)),
         (Ok(value), _) => Ok(value),
         (Err(e), None) => Err(format!("context {name:?}: {e}")),
     }

@@ -4,6 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::shared::images::{split_host, split_reference};
+
 /// Where the Pod spec sits in the objects Kyverno reads images from.
 fn pod_spec(object: &Value) -> Option<&Value> {
     match object.get("kind").and_then(Value::as_str) {
@@ -36,36 +38,6 @@ pub fn images(object: &Value) -> Option<Value> {
         out.insert(list.to_string(), Value::Object(infos));
     }
     (!out.is_empty()).then_some(Value::Object(out))
-}
-
-/// A reference split at its `@` (digest) and at a last `:` that is not
-/// part of a host (tag): `(name, tag, digest)`. Shared by the image info
-/// below and CEL's `image` library, which read the parts differently.
-pub fn split_reference(image: &str) -> Option<(&str, Option<&str>, Option<&str>)> {
-    let (rest, digest) = match image.split_once('@') {
-        Some((rest, digest)) => (rest, Some(digest)),
-        None => (image, None),
-    };
-    let (name, tag) = match rest.rfind(':') {
-        Some(at) if !rest.get(at..)?.contains('/') => (rest.get(..at)?, rest.get(at + 1..)),
-        _ => (rest, None),
-    };
-    Some((name, tag, digest))
-}
-
-/// A name's host, when its first segment is one: it has a `.` or a `:`, or
-/// is `localhost` (or, for Kyverno's image info, is not lower case).
-pub fn split_host(name: &str, upper_case_is_host: bool) -> (Option<&str>, &str) {
-    match name.split_once('/') {
-        Some((first, path))
-            if first.contains(['.', ':'])
-                || first == "localhost"
-                || (upper_case_is_host && first.to_lowercase() != first) =>
-        {
-            (Some(first), path)
-        }
-        _ => (None, name),
-    }
 }
 
 /// One reference, as Kyverno's image info: a first segment that is not a

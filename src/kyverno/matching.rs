@@ -2,11 +2,12 @@
 
 use serde_json::Value;
 
-use super::resources::{ResourceKind, kind_of};
-use super::spec::{Filter, LabelSelector, MatchSpec, ResourceDescription, Subject};
+use super::spec::{Filter, MatchSpec, ResourceDescription, Subject};
 use crate::admission::{AdmissionRequest, GroupVersionKind, GroupVersionResource, UserInfo};
 use crate::cluster::{CachedCluster, Read};
 use crate::glob::wildcard;
+use crate::shared::label_selector::selector_matches;
+use crate::shared::resources::{ResourceKind, kind_of};
 
 /// What matching needs to know about a request, read once from its JSON.
 #[derive(Debug, Default, Clone)]
@@ -182,7 +183,7 @@ pub fn requester_roles(facts: &RequestFacts, cluster: &CachedCluster) -> Result<
                 label_selector: None,
                 field_selector: None,
             })
-            .map(|answer| crate::kyverno::jmes::to_value(&answer))
+            .map(|answer| crate::kyverno::jmes_values::to_value(&answer))
             .map_err(|e| format!("cannot work out the requester's roles: listing {kind}s: {e}"))
     };
     let mut held = HeldRoles::default();
@@ -296,7 +297,7 @@ fn resources_match(
             .and_then(|n| n.get("metadata"))
             .and_then(|m| m.as_object())
             .and_then(|m| m.get("labels"))
-            .map(|l| crate::kyverno::jmes::to_value(l));
+            .map(|l| crate::kyverno::jmes_values::to_value(l));
         let labels = labels.as_ref().and_then(Value::as_object);
         if !selector_matches(selector, labels) {
             return Ok(false);
@@ -375,36 +376,6 @@ fn is_requester(
         "ServiceAccount" => facts.username == format!("system:serviceaccount:{namespace}:{name}"),
         _ => false,
     }
-}
-
-/// Label selector semantics, with Kyverno's wildcards in `matchLabels`.
-pub fn selector_matches(
-    selector: &LabelSelector,
-    labels: Option<&serde_json::Map<String, Value>>,
-) -> bool {
-    let get = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-    let labels_ok = selector.match_labels.iter().all(|(k, v)| {
-        if k.contains(['*', '?']) {
-            labels.is_some_and(|l| {
-                l.iter().any(|(lk, lv)| {
-                    wildcard(k, lk) && lv.as_str().is_some_and(|lv| wildcard(v, lv))
-                })
-            })
-        } else {
-            get(k).is_some_and(|lv| wildcard(v, lv))
-        }
-    });
-    labels_ok
-        && selector
-            .match_expressions
-            .iter()
-            .all(|e| match e.operator.as_str() {
-                "In" => get(&e.key).is_some_and(|v| e.values.iter().any(|x| x == v)),
-                "NotIn" => get(&e.key).is_none_or(|v| !e.values.iter().any(|x| x == v)),
-                "Exists" => get(&e.key).is_some(),
-                "DoesNotExist" => get(&e.key).is_none(),
-                _ => false,
-            })
 }
 
 #[cfg(test)]
@@ -503,38 +474,5 @@ mod tests {
             api_group: None,
         };
         assert!(subject_matches(&group, &binding()) && !subject_matches(&group, &d));
-    }
-
-    #[test]
-    fn selectors() {
-        let labels = json!({"app":"web","tier":"front"});
-        let labels = labels.as_object();
-        let sel = |v: Value| serde_json::from_value::<LabelSelector>(v).unwrap();
-        assert!(selector_matches(
-            &sel(json!({"matchLabels":{"app":"web"}})),
-            labels
-        ));
-        assert!(selector_matches(
-            &sel(json!({"matchLabels":{"app":"w*"}})),
-            labels
-        ));
-        assert!(!selector_matches(
-            &sel(json!({"matchLabels":{"app":"db"}})),
-            labels
-        ));
-        assert!(selector_matches(
-            &sel(
-                json!({"matchExpressions":[{"key":"tier","operator":"In","values":["front","back"]}]})
-            ),
-            labels
-        ));
-        assert!(selector_matches(
-            &sel(json!({"matchExpressions":[{"key":"x","operator":"DoesNotExist"}]})),
-            labels
-        ));
-        assert!(!selector_matches(
-            &sel(json!({"matchExpressions":[{"key":"app","operator":"NotIn","values":["web"]}]})),
-            labels
-        ));
     }
 }

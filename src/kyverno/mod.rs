@@ -5,18 +5,15 @@ pub mod autogen;
 pub mod conditions;
 pub mod engine;
 pub mod field_paths;
-pub mod image_registry;
 pub mod images;
 pub mod jmes;
-pub mod kyverno_functions;
+pub mod jmes_functions;
+pub mod jmes_values;
 pub mod matching;
 pub mod patch;
 pub mod pattern;
 pub mod references;
-pub mod resources;
 pub mod spec;
-pub mod time;
-pub mod units;
 pub mod variable_names;
 pub mod variables;
 
@@ -28,7 +25,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::admission::AdmissionRequest;
-use resources::ResourceKind;
+use crate::shared::resources::ResourceKind;
 use spec::{ContextEntry, ForeachSpec, MatchSpec, RuleSpec};
 
 /// The admission request as JMESPath data for the rules, and its object as

@@ -8,8 +8,8 @@
 
 use serde_json::Value;
 
-use super::units::{Duration, Quantity};
 use crate::glob::wildcard;
+use crate::shared::units::{Duration, Quantity};
 
 /// Whether the resource's `value` matches the pattern's scalar `pattern`.
 pub fn matches(value: &Value, pattern: &Value) -> bool {

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use jmespath::ast::{Ast, KeyValuePair};
 use serde_json::Value;
 
-use super::field_paths::{self, Reach};
+use crate::shared::reach::Reach;
 
 /// Stands for a nested `{{ ... }}` while the outer expression is parsed: its
 /// value is only known at evaluation.
@@ -88,7 +88,7 @@ pub fn field_masks(settings: &str, name: &str) -> Vec<String> {
                 .take_while(|step| !step.contains(DYNAMIC)),
         );
     }
-    field_paths::field_masks(&reach)
+    crate::shared::reach::field_masks(&reach)
 }
 
 /// The paths read below the variable, gathered over the whole settings.

@@ -8,6 +8,8 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
+use crate::shared::label_selector::LabelSelector;
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RuleSpec {
@@ -90,24 +92,6 @@ pub struct ResourceDescription {
     pub namespace_selector: Option<LabelSelector>,
     #[serde(default)]
     pub operations: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct LabelSelector {
-    #[serde(default)]
-    pub match_labels: BTreeMap<String, String>,
-    #[serde(default)]
-    pub match_expressions: Vec<SelectorRequirement>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SelectorRequirement {
-    pub key: String,
-    pub operator: String,
-    #[serde(default)]
-    pub values: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -7,6 +7,7 @@ use jmespath::{Rcvar, Variable};
 use serde_json::Value;
 
 use super::jmes::{self, Functions};
+use super::jmes_values;
 
 /// At most this many substitutions in one string: nested braces cannot make
 /// one value loop for ever.
@@ -169,7 +170,7 @@ fn resolve(rt: &Functions, expression: &str, data: &Rcvar) -> Result<Value, Stri
                 "variable {{{{{expression}}}}} could not be resolved"
             ))
         }
-        Ok(var) => Ok(jmes::to_value(&var)),
+        Ok(var) => Ok(jmes_values::to_value(&var)),
         Err(e) => Err(format!("variable {{{{{expression}}}}}: {e}")),
     }
 }
@@ -205,7 +206,7 @@ mod tests {
     use serde_json::json;
 
     fn sub(text: &str, data: Value) -> Result<Value, String> {
-        substitute_str(&jmes::Functions::all(), text, &jmes::to_var(&data))
+        substitute_str(&jmes::Functions::all(), text, &jmes_values::to_var(&data))
     }
 
     #[test]
@@ -281,7 +282,12 @@ mod tests {
     fn keys_and_nested_values_are_substituted() {
         let rt = jmes::Functions::all();
         let value = json!({"metadata": {"annotations": {"{{k}}": "{{v}}"}}, "list": ["{{v}}"]});
-        let out = substitute(&rt, &value, &jmes::to_var(&json!({"k": "zone", "v": "a"}))).unwrap();
+        let out = substitute(
+            &rt,
+            &value,
+            &jmes_values::to_var(&json!({"k": "zone", "v": "a"})),
+        )
+        .unwrap();
         assert_eq!(
             out,
             json!({"metadata": {"annotations": {"zone": "a"}}, "list": ["a"]})

@@ -6,9 +6,9 @@ use super::schema::{Destination, PresetKeys};
 use crate::autogen::Autogen;
 use crate::cel::CelPolicy;
 use crate::glob::KeyPattern;
-use crate::kyverno::resources::ResourceKind;
 use crate::kyverno::spec::RuleSpec;
 use crate::policy_options::FailurePolicy;
+use crate::shared::resources::ResourceKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {

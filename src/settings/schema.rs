@@ -5,9 +5,9 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 
 use super::documents::{DocumentHeads, PolicyDocument, PolicyMetadata, without_position};
-use crate::kyverno::resources::ResourceKind;
 use crate::kyverno::spec::RuleSpec;
 use crate::policy_options::FailurePolicy;
+use crate::shared::resources::ResourceKind;
 
 /// The settings document (`ClusterAdmissionPolicy.spec.settings`).
 #[derive(Debug, Default, Deserialize)]

@@ -6,8 +6,8 @@
 //! `index.docker.io`, its one-segment repositories are under `library/`, a
 //! reference without tag or digest has the tag `latest`, and a reference with
 //! a digest has no tag (`tag()` is empty even when one was written).
-//! The splitting is the one the ClusterPolicy `images` variable uses
-//! ([`crate::kyverno::images`]); the rules on top are go-containerregistry's.
+//! The reference and its parsing are [`Image`]'s, shared with Kyverno's
+//! registry reads; this module is the CEL functions over it.
 
 use ::cel::common::types::Type;
 use ::cel::common::value::CowVal;
@@ -15,133 +15,17 @@ use ::cel::objects::Opaque;
 use ::cel::{Env, ExecutionError};
 
 use super::{boolean, error, global, member, opaque, opaque_arg, string, string_arg, string_type};
-use crate::kyverno::images::{split_host, split_reference};
+use crate::shared::images::Image;
 
 const TYPE_NAME: &str = "kyverno.image";
-const DOCKER_HUB: &str = "index.docker.io";
 
 fn image_type() -> Type {
     Type::new_opaque_type(TYPE_NAME)
 }
 
-/// A parsed image reference.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Image {
-    original: String,
-    registry: String,
-    repository: String,
-    /// The tag as written (`tag()` answers none when there is a digest).
-    tag: Option<String>,
-    digest: Option<String>,
-}
-
 impl Opaque for Image {
     fn runtime_type_name(&self) -> &str {
         TYPE_NAME
-    }
-}
-
-/// Whether every character of `text` is one of `allowed` or an ASCII
-/// alphanumeric (lower case only unless `upper`), and its length is in range.
-fn well_formed(text: &str, min: usize, max: usize, upper: bool, allowed: &str) -> bool {
-    (min..=max).contains(&text.chars().count())
-        && text.chars().all(|c| {
-            c.is_ascii_digit()
-                || c.is_ascii_lowercase()
-                || (upper && c.is_ascii_uppercase())
-                || allowed.contains(c)
-        })
-}
-
-/// A registry is a URI authority: a host, optionally `:port`.
-fn valid_registry(registry: &str) -> bool {
-    let (host, port) = match registry.strip_prefix('[') {
-        // An IPv6 literal: `[::1]:5000`.
-        Some(rest) => match rest.split_once(']') {
-            Some((address, port)) => (address, port.strip_prefix(':').or(Some(port))),
-            None => return false,
-        },
-        None => match registry.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (registry, None),
-        },
-    };
-    !host.is_empty()
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '~'))
-        && port.is_none_or(|p| p.chars().all(|c| c.is_ascii_digit()))
-}
-
-impl Image {
-    /// Parses as go-containerregistry's `name.ParseReference` does, with
-    /// its default (not strict) options.
-    pub fn parse(reference: &str) -> Option<Image> {
-        let (name, tag, digest) = split_reference(reference)?;
-        if let Some(digest) = digest {
-            let hex = digest.strip_prefix("sha256:")?;
-            if hex.len() != 64 || !hex.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f')) {
-                return None;
-            }
-        }
-        if let Some(tag) = tag
-            && !well_formed(tag, 1, 128, true, "_-.")
-        {
-            return None;
-        }
-        let (registry, repository) = split_host(name, false);
-        // Path components are never empty (`a//b` is not a repository).
-        if !well_formed(repository, 2, 255, false, "_-./")
-            || repository.split('/').any(str::is_empty)
-        {
-            return None;
-        }
-        let registry = match registry {
-            None | Some("docker.io") => DOCKER_HUB,
-            Some(registry) if valid_registry(registry) => registry,
-            Some(_) => return None,
-        };
-        let repository = if registry == DOCKER_HUB && !repository.contains('/') {
-            format!("library/{repository}")
-        } else {
-            repository.to_string()
-        };
-        Some(Image {
-            original: reference.to_string(),
-            registry: registry.to_string(),
-            repository,
-            tag: tag.map(str::to_string),
-            digest: digest.map(str::to_string),
-        })
-    }
-
-    /// `index.docker.io` for Docker Hub.
-    pub fn registry(&self) -> &str {
-        &self.registry
-    }
-
-    /// `library/nginx` for Docker Hub's `nginx`.
-    pub fn repository(&self) -> &str {
-        &self.repository
-    }
-
-    /// The tag as written, even beside a digest.
-    pub fn written_tag(&self) -> Option<&str> {
-        self.tag.as_deref()
-    }
-
-    pub fn digest(&self) -> Option<&str> {
-        self.digest.as_deref()
-    }
-
-    /// go-containerregistry's tag: none for a reference with a digest,
-    /// `latest` for one with neither.
-    fn reference_tag(&self) -> &str {
-        match (&self.digest, &self.tag) {
-            (Some(_), _) => "",
-            (None, Some(tag)) => tag,
-            (None, None) => "latest",
-        }
     }
 }
 
@@ -197,15 +81,15 @@ fn this(args: &[CowVal<'_, '_>], function: &str) -> Result<Image, ExecutionError
 }
 
 fn contains_digest<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    boolean(this(&args, "containsDigest")?.digest.is_some())
+    boolean(this(&args, "containsDigest")?.digest().is_some())
 }
 
 fn registry<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    string(this(&args, "registry")?.registry)
+    string(this(&args, "registry")?.registry().to_string())
 }
 
 fn repository<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    string(this(&args, "repository")?.repository)
+    string(this(&args, "repository")?.repository().to_string())
 }
 
 fn identifier<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -219,7 +103,8 @@ fn tag<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionErr
 }
 
 fn digest<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    string(this(&args, "digest")?.digest.unwrap_or_default())
+    let image = this(&args, "digest")?;
+    string(image.digest().unwrap_or_default().to_string())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! `add(q|int)`, `sub(q|int)`, `isLessThan(q)`, `isGreaterThan(q)`,
 //! `compareTo(q)`; `==` compares values (`quantity('200M') ==
 //! quantity('0.2G')`). Parsing is the ClusterPolicy's
-//! ([`crate::kyverno::units`]): exact to the nano-unit, up to about 10^29
+//! ([`crate::shared::units`]): exact to the nano-unit, up to about 10^29
 //! units (Kubernetes goes further with arbitrary precision; a larger
 //! quantity is an error here). `isInteger` answers by value, where
 //! Kubernetes also says false for an integer written with a fraction or a
@@ -18,7 +18,7 @@ use super::{
     Function, Ordered, boolean, error, global, int, int_arg, int_type, member, opaque, opaque_arg,
     register_ordering, string_arg, string_type,
 };
-use crate::kyverno::units::{Quantity as Parsed, QuantityFormat};
+use crate::shared::units::{Quantity as Parsed, QuantityFormat};
 
 const TYPE_NAME: &str = "kubernetes.Quantity";
 const NANO: i128 = 1_000_000_000;

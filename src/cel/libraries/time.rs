@@ -5,7 +5,7 @@
 //! The `cel` crate has them only with its `chrono` feature, which cost every
 //! request three page faults (docs/performance.md, "Timestamps"). Here they
 //! are opaque values over the project's own RFC 3339 and Go duration code
-//! ([`crate::kyverno::time`], [`crate::kyverno::units`]). Opaque values keep
+//! ([`crate::shared::time`], [`crate::shared::units`]). Opaque values keep
 //! their type through variables, lists and maps, but the crate's operators
 //! do not reach them; so a policy that uses time has its `+`, `-`, `<`,
 //! `<=`, `>`, `>=` and unary `-` rewritten into calls of functions here
@@ -25,8 +25,8 @@ use ::cel::{Env, ExecutionError, Value};
 use super::{
     dyn_type, error, global, int, int_type, member, opaque, opaque_arg, owned, string, string_type,
 };
-use crate::kyverno::time::Instant;
-use crate::kyverno::units::Duration as GoDuration;
+use crate::shared::time::Instant;
+use crate::shared::units::Duration as GoDuration;
 
 const TIMESTAMP: &str = "google.protobuf.Timestamp";
 const DURATION: &str = "google.protobuf.Duration";

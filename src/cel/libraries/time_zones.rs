@@ -12,7 +12,7 @@
 use std::sync::OnceLock;
 
 use super::super::tables::TIME_ZONES;
-use crate::kyverno::time::{civil_from_days, days_from_civil};
+use crate::shared::time::{civil_from_days, days_from_civil};
 
 /// The table's index, inflated once per instance by the first getter that
 /// names a zone; `None` if it does not read, which the tests rule out.
@@ -337,7 +337,7 @@ mod tests {
     use super::*;
 
     fn at(text: &str) -> i64 {
-        let instant = crate::kyverno::time::Instant::parse_rfc3339(text).unwrap();
+        let instant = crate::shared::time::Instant::parse_rfc3339(text).unwrap();
         i64::try_from(instant.nanos.div_euclid(1_000_000_000)).unwrap()
     }
 

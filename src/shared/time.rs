@@ -1,6 +1,7 @@
-//! Points in time for Kyverno's `time_*` functions: RFC 3339 in and out, as
-//! Go's `time.RFC3339` prints them (whole seconds, the offset kept), and the
-//! common elements of Go's reference-time layouts for `time_parse`.
+//! Points in time for Kyverno's `time_*` functions and CEL's timestamps:
+//! RFC 3339 in and out, as Go's `time.RFC3339` prints them (whole seconds,
+//! the offset kept), and the common elements of Go's reference-time layouts
+//! for `time_parse`.
 
 use super::units::Duration;
 

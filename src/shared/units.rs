@@ -1,6 +1,7 @@
 //! Kubernetes quantities (`500m`, `1Gi`) and Go durations (`1h30m`), exact:
 //! compared by preconditions and added, multiplied, ... by Kyverno's
-//! arithmetic functions, which print them back the way Kubernetes and Go do.
+//! arithmetic functions, which print them back the way Kubernetes and Go do;
+//! CEL's `quantity` and duration values are read with them too.
 
 use std::cmp::Ordering;
 

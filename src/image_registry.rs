@@ -1,5 +1,6 @@
-//! Kyverno's `imageRegistry` context entry: what a container registry says
-//! of an image, read through Kubewarden's OCI host capabilities.
+//! What a container registry says of an image, read through Kubewarden's
+//! OCI host capabilities: Kyverno's `imageRegistry` context entry
+//! ([`image_data`]) and CEL's `image.GetMetadata` ([`image_metadata`]).
 //!
 //! Kyverno gives the entry `{image, resolvedImage, registry, repository,
 //! identifier, manifestList, manifest, configData}`, names spelled as its
@@ -27,7 +28,7 @@ impl ImageName {
     /// the identifier is the tag, the digest, or `tag@digest` for both, as
     /// Kyverno's registry client gives it.
     pub fn parse(reference: &str) -> Option<ImageName> {
-        let image = crate::cel::libraries::image::Image::parse(reference.trim())?;
+        let image = crate::shared::images::Image::parse(reference.trim())?;
         let identifier = match (image.written_tag(), image.digest()) {
             (Some(tag), Some(digest)) => format!("{tag}@{digest}"),
             (None, Some(digest)) => digest.to_string(),
@@ -107,7 +108,7 @@ pub fn image_data(
 pub fn image_metadata(reference: &str, cluster: &CachedCluster) -> Result<Value, String> {
     let name = ImageName::parse(reference)
         .ok_or_else(|| format!("{reference:?} is not an image reference"))?;
-    let (_, tag, digest) = super::images::split_reference(reference.trim())
+    let (_, tag, digest) = crate::shared::images::split_reference(reference.trim())
         .ok_or_else(|| format!("{reference:?} is not an image reference"))?;
     let read = |what| {
         cluster.read_json(&Read::Image {
