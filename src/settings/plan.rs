@@ -175,7 +175,7 @@ impl PolicyPlan {
                     policy.name,
                 ));
             }
-            warnings.extend(crate::cel::targets::warning(&policy));
+            warnings.extend(crate::cel::targets::warning(policy));
         }
         for rule in &self.copy {
             // Keys under kubernetes.io/ and k8s.io/ are written only by an
