@@ -184,6 +184,9 @@ pub struct CachedCluster<'c> {
     /// map's first node holds room for eleven `Read`s (over a KiB of a fresh
     /// instance's heap, where each new 4 KiB page is a page fault).
     answers: RefCell<Vec<(Read, SharedAnswer)>>,
+    /// The field masks every Namespace read of this evaluation uses, when
+    /// the settings set them ([`CachedCluster::with_namespace_masks`]).
+    namespace_masks: Option<Vec<String>>,
 }
 
 /// One read's outcome, shared by everyone who asks for it.
@@ -217,6 +220,31 @@ impl<'c> CachedCluster<'c> {
         CachedCluster {
             inner,
             answers: RefCell::default(),
+            namespace_masks: None,
+        }
+    }
+
+    /// Reads Namespaces with `masks`, whoever asks: the union of what the
+    /// settings' policies read of one (`PolicyPlan::namespace_masks`), so
+    /// that a ClusterPolicy's and a CEL policy's selectors share one read.
+    pub fn with_namespace_masks(mut self, masks: Vec<String>) -> Self {
+        self.namespace_masks = Some(masks);
+        self
+    }
+
+    /// The read of the Namespace `name`, the one path both languages read a
+    /// Namespace through: with the masks the settings set, else `own`, what
+    /// the caller needs of it (empty: the whole object).
+    pub fn namespace_read(&self, name: &str, own: &[&str]) -> Read {
+        Read::Get {
+            api_version: "v1".to_string(),
+            kind: "Namespace".to_string(),
+            namespace: None,
+            name: name.to_string(),
+            field_masks: match &self.namespace_masks {
+                Some(masks) => masks.clone(),
+                None => own.iter().map(|mask| mask.to_string()).collect(),
+            },
         }
     }
 

@@ -44,6 +44,7 @@ pub mod object;
 pub mod pass_through;
 pub mod pipeline;
 pub mod policy_options;
+pub mod request_facts;
 pub mod settings;
 pub mod shared;
 

@@ -13,18 +13,17 @@ use serde_json::Value;
 use crate::admission::{AdmissionRequest, Subject};
 use crate::cel::CelPolicy;
 use crate::cel::engine::CelResult;
-use crate::cel::matching::RequestInfo;
 use crate::cel::request::CelRequest;
 use crate::cluster::{CachedCluster, Cluster};
 use crate::identity;
 use crate::kyverno;
 use crate::kyverno::engine::{Engine, RuleResult};
-use crate::kyverno::matching::RequestFacts;
 use crate::kyverno::spec::RuleSpec;
 use crate::mutation::{self, ObjectKind};
 use crate::node_lookup::{self, NodeFields, NodeLookup};
 use crate::object::Object;
 use crate::policy_options::FailurePolicy;
+use crate::request_facts::RequestFacts;
 use crate::settings::{self, PolicyPlan, RuleGroup};
 
 /// One step of the pipeline.
@@ -86,14 +85,14 @@ pub struct Outcome<'a> {
 /// What the rules read, prepared once, when the first rule runs.
 struct RuleInputs<'s> {
     request: Rcvar,
-    facts: RequestFacts,
+    facts: Rc<RequestFacts>,
     functions: kyverno::jmes::Functions<'s>,
     config_map_masks: kyverno::references::ConfigMapMasks<'s>,
 }
 
 /// What CEL policies read, prepared once, when the first one runs.
 struct CelInputs {
-    info: RequestInfo,
+    facts: Rc<RequestFacts>,
     /// `request` and `oldObject` as CEL values, made when a policy reads them.
     request: OnceCell<::cel::Value>,
     old_object: OnceCell<::cel::Value>,
@@ -127,9 +126,12 @@ impl<'a> Pipeline<'a> {
                 None
             }
         };
-        let cluster = CachedCluster::new(self.cluster);
+        let cluster =
+            CachedCluster::new(self.cluster).with_namespace_masks(self.plan.namespace_masks());
         let mut inputs: Option<RuleInputs> = None;
         let mut cel_inputs: Option<CelInputs> = None;
+        // One decoding of the request's facts, whichever language runs first.
+        let facts: OnceCell<Rc<RequestFacts>> = OnceCell::new();
         // A namespaced Policy sees only requests in its namespace.
         let request_namespace: Option<String> = self
             .plan
@@ -159,14 +161,14 @@ impl<'a> Pipeline<'a> {
                     continue;
                 }
                 Step::Rule(rule, group) => {
-                    let Some(ready) = self.rule_inputs(&mut inputs, &mut outcome) else {
+                    let Some(ready) = self.rule_inputs(&mut inputs, &facts, &mut outcome) else {
                         // Nothing to mutate (DELETE, CONNECT) or no request data.
                         break;
                     };
                     self.rule(rule, group, ready, &mut outcome, &cluster)
                 }
                 Step::Cel(policy, _) => {
-                    let Some(ready) = self.cel_inputs(&mut cel_inputs, &mut outcome) else {
+                    let Some(ready) = self.cel_inputs(&mut cel_inputs, &facts, &mut outcome) else {
                         break;
                     };
                     self.cel(policy, ready, &mut outcome, &cluster)
@@ -198,6 +200,7 @@ impl<'a> Pipeline<'a> {
     fn rule_inputs<'i>(
         &self,
         inputs: &'i mut Option<RuleInputs<'a>>,
+        facts: &OnceCell<Rc<RequestFacts>>,
         outcome: &mut Outcome,
     ) -> Option<&'i RuleInputs<'a>> {
         if inputs.is_none() {
@@ -211,16 +214,29 @@ impl<'a> Pipeline<'a> {
                 request: Rc::new(request),
                 functions: kyverno::jmes::Functions::for_settings(self.raw_settings),
                 config_map_masks: kyverno::references::ConfigMapMasks::new(self.raw_settings),
-                facts: RequestFacts::from_request(self.request, &self.plan.resource_kinds),
+                facts: self.facts(facts),
             });
         }
         inputs.as_ref()
+    }
+
+    /// The request's facts, decoded the first time a language asks.
+    fn facts(&self, facts: &OnceCell<Rc<RequestFacts>>) -> Rc<RequestFacts> {
+        facts
+            .get_or_init(|| {
+                Rc::new(RequestFacts::from_request(
+                    self.request,
+                    &self.plan.resource_kinds,
+                ))
+            })
+            .clone()
     }
 
     /// The request as CEL policies read it, decoded the first time one runs.
     fn cel_inputs<'i>(
         &self,
         inputs: &'i mut Option<CelInputs>,
+        facts: &OnceCell<Rc<RequestFacts>>,
         outcome: &mut Outcome,
     ) -> Option<&'i CelInputs> {
         if inputs.is_none() {
@@ -233,7 +249,7 @@ impl<'a> Pipeline<'a> {
                 outcome.object = Some(Object::Whole(object));
             }
             *inputs = Some(CelInputs {
-                info: RequestInfo::from_request(self.request),
+                facts: self.facts(facts),
                 request: OnceCell::new(),
                 old_object: OnceCell::new(),
             });
@@ -262,7 +278,7 @@ impl<'a> Pipeline<'a> {
         };
         let object = object.whole().map_err(failed)?;
         let request = CelRequest {
-            info: &inputs.info,
+            facts: &inputs.facts,
             admission: self.request,
             request: &inputs.request,
             old_object: &inputs.old_object,
@@ -344,12 +360,12 @@ impl<'a> Pipeline<'a> {
                     group: String::new(),
                     version: "v1".to_string(),
                     kind: "Pod".to_string(),
-                    ..inputs.facts.clone()
+                    ..(*inputs.facts).clone()
                 };
                 view = crate::autogen::view(object, pointer);
                 (&pod_facts, &view)
             }
-            None => (&inputs.facts, &*object),
+            None => (&*inputs.facts, &*object),
         };
         let engine = Engine {
             resource_kinds: &self.plan.resource_kinds,

@@ -736,3 +736,45 @@ fn user_docs_state_current_facts() {
         }
     }
 }
+
+/// A ClusterPolicy and a MutatingPolicy that both select by namespace read
+/// the request's Namespace once: one read path, with the union of what the
+/// two need (the labels, and the whole for `namespaceObject`).
+#[test]
+fn one_namespace_read_when_both_languages_select_by_namespace() {
+    use crate::kyverno::conformance::{Table, get, request, run_on};
+    let cluster_policy = json!({
+        "apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "by-namespace"},
+        "spec": {"rules": [{"name": "mark",
+            "match": {"any": [{"resources": {"kinds": ["Pod"],
+                "namespaceSelector": {"matchLabels": {"team": "web"}}}}]},
+            "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"rule": "yes"}}}}}]}
+    });
+    let mutating_policy = json!({
+        "apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy", "metadata": {"name": "by-namespace-cel"},
+        "spec": {
+            "matchConstraints": {
+                "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["pods"]}],
+                "namespaceSelector": {"matchLabels": {"team": "web"}}},
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                "Object{metadata: Object.metadata{annotations: {'team': namespaceObject.metadata.labels.team}}}"}}]}
+    });
+    let table = Table::cluster();
+    let response = run_on(
+        request("pod-with-node-name.json"),
+        json!({"policies": [cluster_policy, mutating_policy]}),
+        &table,
+    );
+    let patched = response
+        .mutated_object
+        .expect("both policies mutate the Pod");
+    assert_eq!(patched["metadata"]["annotations"]["rule"], "yes");
+    assert_eq!(patched["metadata"]["annotations"]["team"], "web");
+    let namespace_reads = table
+        .reads()
+        .into_iter()
+        .filter(|read| *read == get("v1", "Namespace", None, "default"))
+        .count();
+    assert_eq!(namespace_reads, 1, "{:?}", table.reads());
+}

@@ -4,8 +4,9 @@
 
 use serde_json::{Value, json};
 
-use super::matching::{self, RequestInfo};
+use super::matching;
 use super::policy::CelPolicy;
+use crate::request_facts::RequestFacts;
 
 /// What a Pod policy sees of a controller: Kyverno rewrites its expressions
 /// so that `object.spec` and `object.metadata.labels` / `.annotations` are
@@ -75,16 +76,17 @@ pub(super) fn write_back(object: &mut Value, pointer: &str, mut view: Value) {
 /// generated for the request's controller kind.
 pub(super) fn template_pointer(
     policy: &CelPolicy,
-    info: &RequestInfo,
+    info: &RequestFacts,
     constraints: &super::spec::MatchResources,
 ) -> Option<&'static str> {
     if policy.autogen.is_empty() || !info.sub_resource.is_empty() {
         return None;
     }
-    let pods = RequestInfo {
+    let pods = RequestFacts {
         group: String::new(),
         version: "v1".to_string(),
         resource: "pods".to_string(),
+        kind: "Pod".to_string(),
         ..info.clone()
     };
     if !matching::rules_match(constraints, &pods) {

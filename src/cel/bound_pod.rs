@@ -41,7 +41,7 @@ use crate::metadata::section;
 /// the policy's field masks are worked out for its other reads, and the
 /// Pod is the object of the mutations, read whole.
 fn read_target(request: &CelRequest) -> Result<Value, String> {
-    let (namespace, name) = (&request.info.namespace, &request.info.name);
+    let (namespace, name) = (&request.facts.namespace, &request.facts.name);
     request
         .cluster
         .read_json(&Read::Get {
@@ -122,7 +122,7 @@ fn run_on_target(
         return Ok(None);
     }
     let mut evaluation = Evaluation::new(policy, request, pod.clone());
-    if constraints.namespace_selector.is_some() && !request.info.namespace.is_empty() {
+    if constraints.namespace_selector.is_some() && !request.facts.namespace.is_empty() {
         let namespace = evaluation.namespace()?;
         if !matching::namespace_selected(constraints, Some(&namespace)) {
             return Ok(None);

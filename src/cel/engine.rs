@@ -12,10 +12,11 @@ use serde_json::Value;
 use super::autogen::{template_pointer, template_view, write_back};
 use super::dispatcher::{check_exceptions, condition_holds, mutate};
 use super::evaluation::Evaluation;
-use super::matching::{self, RequestInfo};
+use super::matching;
 use super::policy::CelPolicy;
 use super::request::{CelRequest, Evaluated};
 use super::{apply, bound_pod};
+use crate::request_facts::RequestFacts;
 
 pub enum CelResult {
     /// The policy does not apply to this request.
@@ -39,7 +40,7 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
         return Ok(CelResult::Skipped);
     }
     if let Some(namespace) = &policy.namespace
-        && *namespace != request.info.namespace
+        && *namespace != request.facts.namespace
     {
         return Ok(CelResult::Skipped);
     }
@@ -47,19 +48,20 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
         return Ok(CelResult::Skipped);
     };
     // Autogen: a Pod policy over a controller runs on its Pod template.
-    let template = template_pointer(policy, request.info, constraints);
+    let template = template_pointer(policy, request.facts, constraints);
     let pod_info;
     let info = match template {
         Some(_) => {
-            pod_info = RequestInfo {
+            pod_info = RequestFacts {
                 group: String::new(),
                 version: "v1".to_string(),
                 resource: "pods".to_string(),
-                ..request.info.clone()
+                kind: "Pod".to_string(),
+                ..request.facts.clone()
             };
             &pod_info
         }
-        None => request.info,
+        None => request.facts,
     };
     if !matching::rules_match(constraints, info) {
         return Ok(CelResult::Skipped);
@@ -72,7 +74,7 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
         return Ok(CelResult::Skipped);
     }
     let mut evaluation = Evaluation::new(policy, request, subject);
-    if constraints.namespace_selector.is_some() && !request.info.namespace.is_empty() {
+    if constraints.namespace_selector.is_some() && !request.facts.namespace.is_empty() {
         let namespace = evaluation.namespace()?;
         if !matching::namespace_selected(constraints, Some(&namespace)) {
             return Ok(CelResult::Skipped);

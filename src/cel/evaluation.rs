@@ -21,7 +21,6 @@ use super::policy::CelPolicy;
 use super::program::{self, Compiled};
 use super::request::{CelRequest, Evaluated, describe};
 use super::values::from_json;
-use crate::cluster::Read;
 use crate::shared::reach::{Reach, field_masks};
 
 /// At most this many host reads per policy and request.
@@ -183,19 +182,14 @@ impl<'a> Evaluation<'a> {
         if let Some(namespace) = &self.namespace {
             return namespace.clone();
         }
-        let name = &self.request.info.namespace;
+        let name = &self.request.facts.namespace;
         let namespace = if name.is_empty() {
             Ok(Value::Null)
         } else {
-            self.request
-                .cluster
-                .read_json(&Read::Get {
-                    api_version: "v1".to_string(),
-                    kind: "Namespace".to_string(),
-                    namespace: None,
-                    name: name.clone(),
-                    field_masks: Vec::new(),
-                })
+            // `namespaceObject` may read any of it.
+            let cluster = self.request.cluster;
+            cluster
+                .read_json(&cluster.namespace_read(name, &[]))
                 .map_err(|why| format!("cannot read Namespace {name:?}: {why}"))
         };
         self.namespace = Some(namespace.clone());
@@ -490,7 +484,7 @@ impl<'a> Evaluation<'a> {
             let context = self.context()?;
             if let Some(checks) = &checks {
                 let (value, request_resource) =
-                    authorizer::values(request.admission, request.info, checks.clone());
+                    authorizer::values(request.admission, request.facts, checks.clone());
                 bind(context, "authorizer", value)?;
                 bind(context, "authorizer.requestResource", request_resource)?;
             }

@@ -4,39 +4,12 @@
 use serde_json::Value;
 
 use super::spec::{MatchResources, ResourceRule};
-use crate::admission::{AdmissionRequest, GroupVersionResource};
+use crate::request_facts::RequestFacts;
 use crate::shared::label_selector::selector_matches;
-
-/// What matching reads of a request.
-#[derive(Debug, Default, Clone)]
-pub struct RequestInfo {
-    pub operation: String,
-    pub group: String,
-    pub version: String,
-    pub resource: String,
-    pub sub_resource: String,
-    pub name: String,
-    pub namespace: String,
-}
-
-impl RequestInfo {
-    pub fn from_request(request: &AdmissionRequest) -> RequestInfo {
-        let resource: GroupVersionResource = request.field("resource");
-        RequestInfo {
-            operation: request.field("operation"),
-            group: resource.group,
-            version: resource.version,
-            resource: resource.resource,
-            sub_resource: request.field("subResource"),
-            name: request.field("name"),
-            namespace: request.field("namespace"),
-        }
-    }
-}
 
 /// Whether the resource rules select the request, without the selectors
 /// (which need the object and, for namespaces, the host).
-pub fn rules_match(constraints: &MatchResources, request: &RequestInfo) -> bool {
+pub fn rules_match(constraints: &MatchResources, request: &RequestFacts) -> bool {
     constraints
         .resource_rules
         .iter()
@@ -51,7 +24,7 @@ fn listed(values: &[String], value: &str) -> bool {
     values.iter().any(|v| v == "*" || v == value)
 }
 
-fn rule_matches(rule: &ResourceRule, request: &RequestInfo) -> bool {
+fn rule_matches(rule: &ResourceRule, request: &RequestFacts) -> bool {
     listed(&rule.operations, &request.operation)
         && listed(&rule.api_groups, &request.group)
         && listed(&rule.api_versions, &request.version)
@@ -69,7 +42,7 @@ fn rule_matches(rule: &ResourceRule, request: &RequestInfo) -> bool {
 
 /// `pods` (no subresource), `pods/binding`, `pods/*`, `*` (every resource,
 /// no subresource), `*/*` (everything), `*/binding`.
-fn resource_matches(entry: &str, request: &RequestInfo) -> bool {
+fn resource_matches(entry: &str, request: &RequestFacts) -> bool {
     let (resource, sub) = match entry.split_once('/') {
         Some((resource, sub)) => (resource, Some(sub)),
         None => (entry, None),
@@ -114,8 +87,8 @@ pub fn namespace_selected(constraints: &MatchResources, namespace: Option<&Value
 mod tests {
     use super::*;
 
-    fn request(resource: &str, sub: &str, namespace: &str) -> RequestInfo {
-        RequestInfo {
+    fn request(resource: &str, sub: &str, namespace: &str) -> RequestFacts {
+        RequestFacts {
             operation: "CREATE".into(),
             group: String::new(),
             version: "v1".into(),
@@ -123,6 +96,7 @@ mod tests {
             sub_resource: sub.into(),
             name: "p".into(),
             namespace: namespace.into(),
+            ..Default::default()
         }
     }
 

@@ -164,17 +164,19 @@ impl CelPolicy {
         let Some(constraints) = &self.spec.match_constraints else {
             return false;
         };
-        let binding = |name: &str| matching::RequestInfo {
+        let binding = |name: &str| crate::request_facts::RequestFacts {
             operation: "CREATE".to_string(),
             group: String::new(),
             version: "v1".to_string(),
             resource: "pods".to_string(),
             sub_resource: "binding".to_string(),
+            kind: "Pod".to_string(),
             name: name.to_string(),
             namespace: self
                 .namespace
                 .clone()
                 .unwrap_or_else(|| "default".to_string()),
+            ..Default::default()
         };
         constraints.resource_rules.iter().any(|rule| {
             let names = rule.resource_names.first().map_or("", String::as_str);

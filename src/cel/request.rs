@@ -8,10 +8,10 @@ use std::cell::OnceCell;
 use ::cel::Value as CelValue;
 use serde_json::Value;
 
-use super::matching::RequestInfo;
 use super::values::from_json;
 use crate::admission::AdmissionRequest;
 use crate::cluster::CachedCluster;
+use crate::request_facts::RequestFacts;
 use crate::shared::resources::ResourceKind;
 
 /// An evaluation error in words: a library function's own message, after
@@ -34,7 +34,7 @@ pub(super) enum Evaluated {
 
 /// What one evaluation of CEL policies shares.
 pub struct CelRequest<'a> {
-    pub info: &'a RequestInfo,
+    pub facts: &'a RequestFacts,
     pub admission: &'a AdmissionRequest<'a>,
     /// The admission request without `object` and `oldObject`, made the
     /// first time an expression reads `request`.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::conditions::{Operator, evaluate};
 use super::field_paths;
 use super::jmes::Functions;
-use super::matching::{RequestFacts, matches};
+use super::matching::matches;
 use super::patch::{Skip, apply_json6902, parse_json6902, strategic_merge};
 use super::references::ConfigMapMasks;
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
@@ -19,6 +19,7 @@ use super::variables::{At, substitute, substitute_patch, substitute_str, substit
 use super::{jmes, jmes_values, variables};
 use crate::cluster::{CachedCluster, Read};
 use crate::image_registry;
+use crate::request_facts::RequestFacts;
 use crate::shared::resources::{ResourceKind, kind_of};
 
 /// At most this many elements of a `foreach` list are processed.

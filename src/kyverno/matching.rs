@@ -3,54 +3,12 @@
 use serde_json::Value;
 
 use super::spec::{Filter, MatchSpec, ResourceDescription, Subject};
-use crate::admission::{AdmissionRequest, GroupVersionKind, GroupVersionResource, UserInfo};
 use crate::cluster::{CachedCluster, Read};
 use crate::glob::wildcard;
+use crate::request_facts::RequestFacts;
 use crate::shared::label_selector::selector_matches;
-use crate::shared::resources::{ResourceKind, kind_of};
-
-/// What matching needs to know about a request, read once from its JSON.
-#[derive(Debug, Default, Clone)]
-pub struct RequestFacts {
-    pub operation: String,
-    pub group: String,
-    pub version: String,
-    /// The kind of the resource (the parent's kind for a subresource:
-    /// `Pod` for `pods/binding`).
-    pub kind: String,
-    pub sub_resource: String,
-    pub name: String,
-    pub namespace: String,
-    pub username: String,
-    pub groups: Vec<String>,
-}
 
 impl RequestFacts {
-    /// From the admission request, decoded once per evaluation for all rules.
-    pub fn from_request(request: &AdmissionRequest, extra: &[ResourceKind]) -> RequestFacts {
-        let resource: GroupVersionResource = request.field("resource");
-        let sub_resource: String = request.field("subResource");
-        let kind = if sub_resource.is_empty() {
-            request.field::<GroupVersionKind>("kind").kind
-        } else {
-            kind_of(&resource.group, &resource.resource, extra)
-                .map(|(k, _)| k)
-                .unwrap_or_default()
-        };
-        let user: UserInfo = request.field("userInfo");
-        RequestFacts {
-            operation: request.field("operation"),
-            group: resource.group,
-            version: resource.version,
-            kind,
-            sub_resource,
-            name: request.field("name"),
-            namespace: request.field("namespace"),
-            username: user.username,
-            groups: user.groups,
-        }
-    }
-
     /// The name `names` match: the object's as the rules before left it,
     /// else the request's.
     fn name_in<'a>(&'a self, object: &'a Value) -> &'a str {
@@ -284,14 +242,9 @@ fn resources_match(
         if facts.namespace.is_empty() {
             return Ok(false);
         }
-        let namespace = cluster.read_var(&Read::Get {
-            api_version: "v1".into(),
-            kind: "Namespace".into(),
-            namespace: None,
-            name: facts.namespace.clone(),
-            // Only the labels are matched.
-            field_masks: vec!["metadata.labels".to_string()],
-        })?;
+        // Only the labels are matched.
+        let namespace =
+            cluster.read_var(&cluster.namespace_read(&facts.namespace, &["metadata.labels"]))?;
         let labels = namespace
             .as_object()
             .and_then(|n| n.get("metadata"))
@@ -381,6 +334,7 @@ fn is_requester(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::AdmissionRequest;
     use serde_json::json;
 
     fn facts(request: Value) -> RequestFacts {

@@ -138,6 +138,17 @@ impl PolicyPlan {
 }
 
 impl PolicyPlan {
+    /// What every Namespace read of a request asks for: the union of what
+    /// the policies read of one. A Kyverno rule's namespaceSelector reads the
+    /// labels; a CEL policy's `namespaceObject` may read any field.
+    pub fn namespace_masks(&self) -> Vec<String> {
+        if self.rule_groups.iter().any(|group| group.cel.is_some()) {
+            Vec::new()
+        } else {
+            vec!["metadata.labels".to_string()]
+        }
+    }
+
     pub fn reads(&self, source: Source) -> bool {
         self.copy.iter().any(|r| r.source == source)
     }

@@ -35,8 +35,8 @@ use super::{
 };
 use crate::admission::AdmissionRequest;
 use crate::cel::host_reads::READ_PENDING;
-use crate::cel::matching::RequestInfo;
 use crate::cluster::{CachedCluster, Read};
+use crate::request_facts::RequestFacts;
 
 const AUTHORIZER: &str = "kubernetes.authorization.Authorizer";
 const GROUP_CHECK: &str = "kubernetes.authorization.GroupCheck";
@@ -130,7 +130,7 @@ opaque_named!(Authorizer => AUTHORIZER, GroupCheck => GROUP_CHECK,
 /// request's user and resource.
 pub fn values(
     admission: &AdmissionRequest,
-    info: &RequestInfo,
+    info: &RequestFacts,
     answers: Arc<Answers>,
 ) -> (::cel::Value, ::cel::Value) {
     #[derive(Default, serde::Deserialize)]
