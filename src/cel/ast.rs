@@ -33,6 +33,12 @@ pub(super) fn selection(expr: &IdedExpr) -> Option<(&IdedExpr, &str)> {
     }
 }
 
+/// Deepest expression tree accepted. Brackets are bounded by
+/// `program::MAX_NESTING`, but a chain of operators (`1 + 1 + ... + 1`) nests
+/// without them, and evaluating recurses once per level: this keeps that
+/// within the module's stack (the e2e case `cel_deepest_chain_runs`).
+pub const MAX_DEPTH: usize = 100;
+
 /// Most nodes an expression may parse into (a list literal of 10,000
 /// elements is refused).
 pub const MAX_NODES: usize = 5_000;

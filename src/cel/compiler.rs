@@ -8,6 +8,10 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::patchers::{PatchKind, Patcher};
+use ::cel::IdedExpr;
+use ::cel::common::ast::Expr;
+
+use super::ast::children;
 use super::policy::CelPolicy;
 use super::spec::{self, CelKind, CelSpec, Place};
 use super::{
@@ -334,8 +338,7 @@ pub fn compile(
         exceptions: Vec::new(),
         bound_pod,
         has_targets,
-        derived: OnceCell::new(),
-        uses_time: OnceCell::new(),
+        parsed: OnceCell::new(),
     };
     if checks == Checks::Full {
         check_expressions(&policy)?;
@@ -382,45 +385,26 @@ fn check_expressions(policy: &CelPolicy) -> Result<(), String> {
         if let Some(why) = libraries::authorizer::unsupported(&compiled.expression) {
             return Err(format!("{at}: {why}; this is not supported"));
         }
-        if compiled.libraries.contains("image")
-            && let Some(call) = source.match_indices("image.").find_map(|(at, _)| {
-                // `image.f(...)`, not a field's `c.image.startsWith(...)`.
-                if !libraries::starts_name(source, at) {
-                    return None;
-                }
-                let rest = source.get(at + "image.".len()..)?;
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric())
-                    .collect();
-                let called = rest
-                    .get(name.len()..)
-                    .is_some_and(|after| after.trim_start().starts_with('('));
-                (called && name != "GetMetadata" && name != "getMetadata").then_some(name)
-            })
-        {
-            // `image.GetMetadata(...)` is Kyverno's imagedata library,
-            // its one function; the image library's functions are
-            // `image(...)` and members.
+        // `image.GetMetadata(...)` is Kyverno's imagedata library, its one
+        // function; the image library's functions are `image(...)` and members.
+        if let Some(call) = call_on_other_than(
+            &compiled.expression,
+            "image",
+            &["GetMetadata", "getMetadata"],
+        ) {
             return Err(format!(
                 "{at}: uses `image.{call}`: Kyverno's imagedata library has `image.GetMetadata` only"
             ));
         }
-        if compiled.libraries.contains("resource") {
-            // Of Kyverno's resource library, reads only.
-            if let Some(call) = source.split("resource.").skip(1).find(|rest| {
-                !["Get(", "get(", "List(", "list("]
-                    .iter()
-                    .any(|f| rest.starts_with(f))
-            }) {
-                let name: String = call
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric())
-                    .collect();
-                return Err(format!(
-                    "{at}: uses `resource.{name}`: of Kyverno's resource library, this version runs Get and List (reads through Kubewarden's host capabilities)"
-                ));
-            }
+        // Of Kyverno's resource library, reads only.
+        if let Some(call) = call_on_other_than(
+            &compiled.expression,
+            "resource",
+            &["Get", "get", "List", "list"],
+        ) {
+            return Err(format!(
+                "{at}: uses `resource.{call}`: of Kyverno's resource library, this version runs Get and List (reads through Kubewarden's host capabilities)"
+            ));
         }
         if compiled.identifiers.contains("params") && policy.spec.param_kind.is_none() {
             return Err(format!(
@@ -458,4 +442,26 @@ fn check_expressions(policy: &CelPolicy) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The first function called on the identifier `library` (`image.f(...)`)
+/// that is not one of `allowed`, read from the tree: a field named like the
+/// library (`c.image`) or a name in a string is no call.
+fn call_on_other_than(expr: &IdedExpr, library: &str, allowed: &[&str]) -> Option<String> {
+    if let Expr::Call(call) = &expr.expr
+        && call
+            .target
+            .as_deref()
+            .is_some_and(|target| matches!(&target.expr, Expr::Ident(name) if name == library))
+        && !allowed.contains(&call.func_name.as_str())
+    {
+        return Some(call.func_name.clone());
+    }
+    let mut found = None;
+    children(expr, &mut |child| {
+        if found.is_none() {
+            found = call_on_other_than(child, library, allowed);
+        }
+    });
+    found
 }

@@ -14,7 +14,7 @@ use super::super::program;
 pub(crate) fn eval(source: &str) -> Result<Value, String> {
     super::super::type_check::check_source(source)?;
     let mut compiled = program::compile(source, "e")?;
-    let libraries = Libraries::for_sources([source]);
+    let libraries = Libraries::for_source(source);
     libraries.prepare(&mut compiled.expression);
     let env = runtime_env(&BTreeSet::new(), libraries);
     let context = ::cel::Context::with_env(Arc::new(env));

@@ -12,6 +12,7 @@ use ::cel::{Env, ExecutionError, StructType, Value};
 
 use super::host_reads;
 use super::libraries::{self, string_arg};
+use super::names::Names;
 
 /// The libraries an environment is given. Building an environment is most
 /// of what a small policy costs per request (policy-server starts every
@@ -130,65 +131,69 @@ impl Libraries {
         prepare(expression, self.time);
     }
 
-    /// What the expressions may call, from the identifiers in their text (a
-    /// name in a string literal only adds a library nothing calls).
-    pub fn for_sources<'s>(sources: impl IntoIterator<Item = &'s str>) -> Libraries {
-        let mut libraries = Libraries::default();
-        for source in sources {
-            for word in identifiers(source) {
-                libraries.strings |= STRINGS.contains(&word);
-                libraries.lists |= LISTS.contains(&word);
-                libraries.math |= word == "math";
-                libraries.jsonpatch |= word == "jsonpatch";
-                libraries.regex |= matches!(word, "matches" | "find" | "findAll");
-                libraries.resource |= word == "resource";
-                libraries.kubernetes_lists |= matches!(word, "indexOf" | "lastIndexOf");
-                libraries.image |= matches!(word, "parseImageReference" | "isImage");
-                libraries.regex_namespace |= word == "regex";
-                libraries.json |= word == "json";
-                libraries.yaml |= word == "yaml";
-                libraries.user |= word == "parseServiceAccount";
-                libraries.quantity |= matches!(word, "quantity" | "isQuantity");
-                libraries.semver |= matches!(word, "semver" | "isSemver");
-                libraries.sets |= word == "sets";
-                libraries.list_functions |=
-                    matches!(word, "isSorted" | "sum" | "min" | "max" | "includes");
-                libraries.ip |= matches!(word, "ip" | "isIP" | "cidr" | "isCIDR");
-                libraries.imagedata |= matches!(word, "GetMetadata" | "getMetadata");
-                libraries.comprehensions |= super::comprehensions::named(word);
-                libraries.authorizer |= word == "authorizer";
-                libraries.hash |= word == "hash";
-                libraries.url |= word == "isURL";
-                libraries.gzip |= word == "gzip";
-                libraries.base64 |= word == "base64";
-                libraries.time |= names_time(word);
-            }
+    /// What one expression may call, read from its tree (tests).
+    #[cfg(test)]
+    pub fn for_source(source: &str) -> Libraries {
+        super::program::compile(source, "e")
+            .map(|compiled| Libraries::for_names(&compiled.names))
+            .unwrap_or_default()
+    }
+
+    /// What expressions that name `names` may call (read from their trees:
+    /// a word in a string literal or a comment adds nothing).
+    pub fn for_names(names: &Names) -> Libraries {
+        // A name the expressions use, as an identifier (`math`, `ip`) or a
+        // function (`lowerAscii`).
+        let named = |list: &[&str]| {
+            list.iter()
+                .any(|name| names.identifiers.contains(*name) || names.functions.contains(*name))
+        };
+        let global = |list: &[&str]| list.iter().any(|name| names.global_calls.contains(*name));
+        Libraries {
+            strings: named(STRINGS),
+            lists: named(LISTS),
+            math: named(&["math"]),
+            jsonpatch: named(&["jsonpatch"]),
+            regex: named(&["matches", "find", "findAll"]),
+            resource: named(&["resource"]),
+            kubernetes_lists: named(&["indexOf", "lastIndexOf"]),
             // `image` is also a container's field: only a call counts.
-            libraries.image |= libraries::calls_global(source, "image");
-            libraries.hash |= ["sha1", "sha256", "md5"]
+            image: named(&["parseImageReference", "isImage"]) || global(&["image"]),
+            regex_namespace: named(&["regex"]),
+            json: named(&["json"]),
+            yaml: named(&["yaml"]),
+            user: named(&["parseServiceAccount"]),
+            quantity: named(&["quantity", "isQuantity"]),
+            semver: named(&["semver", "isSemver"]),
+            list_functions: named(&["isSorted", "sum", "min", "max", "includes"]),
+            sets: named(&["sets"]),
+            ip: named(&["ip", "isIP", "cidr", "isCIDR"]),
+            imagedata: named(&["GetMetadata", "getMetadata"]),
+            comprehensions: names
+                .functions
                 .iter()
-                .any(|name| libraries::calls_global(source, name));
-            // `url` is a common field name, and `format` a strings function.
-            libraries.url |= libraries::calls_global(source, "url");
-            libraries.format |= source
-                .match_indices("format.")
-                .any(|(at, _)| libraries::starts_name(source, at));
+                .any(|f| super::comprehensions::named(f)),
+            authorizer: named(&["authorizer"]),
+            hash: named(&["hash"]) || global(&["sha1", "sha256", "md5"]),
+            // `url` is a common field name, and `format` a strings function:
+            // the URL library is a global call, the format one a namespace.
+            url: named(&["isURL"]) || global(&["url"]),
+            format: names.identifiers.contains("format"),
+            gzip: named(&["gzip"]),
+            base64: named(&["base64"]),
+            time: names
+                .identifiers
+                .iter()
+                .chain(&names.functions)
+                .any(|name| names_time(name)),
         }
-        libraries
     }
 }
 
-/// Whether a word of an expression's text brings in the time library (and
-/// with it the operator rewrite of [`Libraries::prepare`]).
+/// Whether a name brings in the time library (and with it the operator
+/// rewrite of [`Libraries::prepare`]).
 pub fn names_time(word: &str) -> bool {
     matches!(word, "timestamp" | "duration" | "time")
-}
-
-/// The identifier-like words of a text.
-pub fn identifiers(source: &str) -> impl Iterator<Item = &str> {
-    source
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|word| word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
 }
 
 /// The environment an evaluation runs in: the standard library, the
@@ -458,10 +463,9 @@ mod tests {
     fn eval(source: &str) -> Result<Value, ExecutionError> {
         super::super::type_check::check_source(source)
             .map_err(|e| ExecutionError::function_error("check", e))?;
-        let mut names = BTreeSet::new();
-        super::super::program::struct_names(source, &mut names);
-        let env = Arc::new(runtime_env(&names, Libraries::for_sources([source])));
         let compiled = super::super::program::compile(source, "e").unwrap();
+        let names: BTreeSet<String> = compiled.names.object_types().cloned().collect();
+        let env = Arc::new(runtime_env(&names, Libraries::for_names(&compiled.names)));
         let context = ::cel::Context::with_env(env);
         context.resolve(&compiled.expression)
     }

@@ -206,9 +206,14 @@ impl<'a> Evaluation<'a> {
         if let Some(compiled) = self.compiled.get(source) {
             return Ok(compiled.clone());
         }
-        let mut compiled = program::compile_at(source, &Deferred(at))?;
-        self.policy.prepare(&mut compiled.expression);
-        let compiled = Rc::new(compiled);
+        let compiled = match self.policy.compiled(source) {
+            Some(compiled) => compiled?,
+            None => {
+                let mut compiled = program::compile_at(source, &Deferred(at))?;
+                self.policy.prepare(&mut compiled.expression);
+                Rc::new(compiled)
+            }
+        };
         self.compiled.insert(source, compiled.clone());
         Ok(compiled)
     }

@@ -31,6 +31,7 @@ pub mod libraries;
 mod macro_builder;
 pub mod matching;
 mod metadata_literals;
+pub mod names;
 #[cfg(test)]
 mod patch_conformance;
 pub mod patchers;

@@ -1,18 +1,20 @@
 //! A CEL policy as compiled at load ([`super::compiler`]): the document's
 //! spec, what the compiler decided (failure policy, autogen controllers, the
-//! bound Pod as target, one patcher per mutation), and what the environment
-//! needs, read from the parsed expressions the first time it is built.
+//! bound Pod as target, one patcher per mutation), and, once a request needs
+//! them, its expressions parsed and what the environment needs of them.
 
 use std::cell::OnceCell;
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use serde_json::Value;
 
 use super::environment;
 use super::exception;
 use super::matching;
+use super::names::Names;
 use super::patchers::Patcher;
-use super::program;
+use super::program::{self, Compiled};
 use super::spec::{CelKind, CelSpec, Place};
 use crate::policy_options::FailurePolicy;
 
@@ -45,78 +47,94 @@ pub struct CelPolicy {
     /// `targetMatchConstraints` name targets: Kyverno's webhook leaves the
     /// object being admitted alone.
     pub has_targets: bool,
-    /// What the `cel` crate's environment needs, read from the expressions'
-    /// text the first time it is built: policies the direct evaluator runs
-    /// whole never need it (see `direct`).
-    pub(super) derived: OnceCell<Derived>,
-    /// Whether an expression names the time library: all that parsing an
-    /// expression per request needs of [`Derived`] (reading the text for
-    /// every library costs more than parsing the row's two expressions).
-    pub(super) uses_time: OnceCell<bool>,
+    /// Every expression parsed, readied to run, and what the `cel` crate's
+    /// environment needs, read from the trees: made when an evaluation first
+    /// needs an expression (a request the rules do not match parses none).
+    pub(super) parsed: OnceCell<Parsed>,
 }
 
 #[derive(Debug, Clone)]
-pub(super) struct Derived {
-    /// Struct types the mutations construct.
+pub(super) struct Parsed {
+    /// Each expression of [`CelPolicy::sources`], in order, or why it does
+    /// not compile.
+    expressions: Vec<Result<Rc<Compiled>, String>>,
+    /// Struct types the expressions construct.
     struct_names: BTreeSet<String>,
     /// The libraries the expressions may call.
     libraries: environment::Libraries,
-    /// The context identifiers named in the expressions' text.
-    words: BTreeSet<String>,
+    /// The identifiers the expressions name.
+    identifiers: BTreeSet<String>,
+}
+
+/// An expression's path in the settings, written only into a message.
+struct PathOf<'p>(&'p CelPolicy, Place);
+
+impl std::fmt::Display for PathOf<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.spec.{}", self.0.at, self.1)
+    }
 }
 
 impl CelPolicy {
-    fn derived(&self) -> &Derived {
-        self.derived.get_or_init(|| {
-            let sources: Vec<&str> = self.sources().map(|(_, s)| s).collect();
-            let mut struct_names = BTreeSet::new();
-            for patcher in &self.patchers {
-                program::struct_names(&patcher.expression, &mut struct_names);
-            }
-            let words = sources
-                .iter()
-                .flat_map(|source| environment::identifiers(source))
-                .filter(|word| {
-                    matches!(
-                        *word,
-                        "request" | "oldObject" | "params" | "namespaceObject" | "exceptions"
-                    )
-                })
-                .map(str::to_string)
+    fn parsed(&self) -> &Parsed {
+        self.parsed.get_or_init(|| {
+            let mut names = Names::default();
+            let compiled: Vec<_> = self
+                .sources()
+                .map(|(place, source)| program::compile_at(source, &PathOf(self, place)))
                 .collect();
-            Derived {
-                struct_names,
-                libraries: environment::Libraries::for_sources(sources.iter().copied()),
-                words,
+            for expression in compiled.iter().flatten() {
+                names.extend(&expression.names);
+            }
+            let libraries = environment::Libraries::for_names(&names);
+            let expressions = compiled
+                .into_iter()
+                .map(|expression| {
+                    expression.map(|mut expression| {
+                        libraries.prepare(&mut expression.expression);
+                        Rc::new(expression)
+                    })
+                })
+                .collect();
+            Parsed {
+                expressions,
+                struct_names: names.object_types().cloned().collect(),
+                libraries,
+                identifiers: names.identifiers,
             }
         })
     }
 
-    /// Readies a parsed expression as [`environment::Libraries::prepare`]
-    /// would with [`CelPolicy::libraries`], reading the expressions' text
-    /// only for the time library.
-    pub fn prepare(&self, expression: &mut ::cel::common::ast::IdedExpr) {
-        let uses_time = *self.uses_time.get_or_init(|| {
-            self.sources()
-                .any(|(_, source)| environment::identifiers(source).any(environment::names_time))
-        });
-        environment::prepare(expression, uses_time);
+    /// The policy's expression `source`, parsed and readied to run; `None`
+    /// when `source` is not one of the policy's own (an exception's).
+    pub fn compiled(&self, source: &str) -> Option<Result<Rc<Compiled>, String>> {
+        let parsed = self.parsed();
+        self.sources()
+            .zip(&parsed.expressions)
+            .find(|((_, own), _)| *own == source)
+            .map(|(_, compiled)| compiled.clone())
     }
 
-    /// Struct types the mutations construct (the crate knows only these).
+    /// Readies a parsed expression that is not the policy's own (an
+    /// exception's) to run with the policy's libraries.
+    pub fn prepare(&self, expression: &mut ::cel::common::ast::IdedExpr) {
+        self.parsed().libraries.prepare(expression);
+    }
+
+    /// Struct types the expressions construct (the crate knows only these).
     pub fn struct_names(&self) -> &BTreeSet<String> {
-        &self.derived().struct_names
+        &self.parsed().struct_names
     }
 
     /// The libraries the expressions may call.
     pub fn libraries(&self) -> environment::Libraries {
-        self.derived().libraries
+        self.parsed().libraries
     }
 
-    /// Whether an expression's text names this context identifier
-    /// (`request`, `oldObject`, `params`, `namespaceObject`).
+    /// Whether an expression names this context identifier (`request`,
+    /// `oldObject`, `params`, `namespaceObject`).
     pub fn mentions(&self, identifier: &str) -> bool {
-        self.derived().words.contains(identifier)
+        self.parsed().identifiers.contains(identifier)
     }
 
     /// Every expression with its path in the settings, in evaluation order.
@@ -206,5 +224,39 @@ impl CelPolicy {
             .target_match_constraints
             .as_ref()
             .and_then(|t| t.expression.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::kyverno::conformance::run;
+
+    /// Issue 36: the struct types an expression constructs come from its
+    /// tree, so a comment between a type's name and its `{` (valid CEL: the
+    /// lexer drops it) changes nothing, on the direct path and the crate's.
+    #[test]
+    fn a_comment_inside_a_construction_changes_nothing() {
+        for expression in [
+            "Object{metadata: Object.metadata{labels: {'a': ['b'].map(x, x)[0]}}}",
+            "Object{metadata: Object.metadata // the Pod's\n{labels: {'a': ['b'].map(x, x)[0]}}}",
+            "Object{metadata: Object.metadata // the Pod's\n{labels: {'a': 'b'}}}",
+        ] {
+            let policy = json!({"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy",
+                "metadata": {"name": "c"},
+                "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["pods"]}]},
+                "mutations": [{"patchType": "ApplyConfiguration",
+                    "applyConfiguration": {"expression": expression}}]}});
+            let response = run("pod-with-node-name.json", policy);
+            assert!(response.accepted, "{expression}: {:?}", response.message);
+            let labels = response
+                .mutated_object
+                .as_ref()
+                .and_then(|pod| pod.pointer("/metadata/labels/a"))
+                .cloned();
+            assert_eq!(labels, Some(json!("b")), "{expression}");
+        }
     }
 }

@@ -12,7 +12,8 @@ use ::cel::IdedExpr;
 use ::cel::common::ast::Expr;
 use ::cel::parser::PrattParser;
 
-use super::ast::{MAX_NODES, children, selection};
+use super::ast::{MAX_DEPTH, MAX_NODES, children, selection};
+use super::names::Names;
 use super::source_text::Quoted;
 
 /// Longest expression accepted, in bytes. Kubernetes bounds expressions by
@@ -24,12 +25,6 @@ pub const MAX_EXPRESSION_BYTES: usize = 10_000;
 /// this keeps its stack use far below what the module has (measured: see
 /// `deep_nesting_is_refused_before_parsing`).
 pub const MAX_NESTING: usize = 32;
-
-/// Deepest expression tree accepted. Brackets are bounded by
-/// [`MAX_NESTING`], but a chain of operators (`1 + 1 + ... + 1`) nests
-/// without them, and evaluating recurses once per level: this keeps that
-/// within the module's stack (the e2e case `cel_deepest_chain_runs`).
-pub const MAX_DEPTH: usize = 100;
 
 /// The depth of an expression tree, counted up to just past [`MAX_DEPTH`].
 fn depth(expr: &IdedExpr, at: usize) -> usize {
@@ -57,6 +52,7 @@ pub const MAX_ITERATIONS: u64 = 10_000_000;
 const ASSUMED_LIST_SIZE: u64 = 100;
 
 /// A parsed expression and what it reads.
+#[derive(Debug)]
 pub struct Compiled {
     pub expression: IdedExpr,
     /// `variables.NAME` it reads.
@@ -68,6 +64,8 @@ pub struct Compiled {
     /// Libraries it calls into: the identifier a call is made on
     /// (`http.Get(...)`: `http`), and global functions (`image(...)`).
     pub libraries: BTreeSet<String>,
+    /// What it names as written, before macros are expanded.
+    pub names: Names,
 }
 
 /// How an expression uses the objects `resource.Get` reads: through which
@@ -214,6 +212,7 @@ pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, 
             "{at}: operations nested more than {MAX_DEPTH} deep; the evaluator recurses once per level"
         ));
     }
+    let names = Names::of(&expression);
     // Two-variable comprehensions and extension macros, found in the tree
     // (a name in a string or a comment is not a call).
     super::comprehensions::expand(&mut expression).map_err(|e| format!("{at}: {e}"))?;
@@ -229,6 +228,7 @@ pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, 
         identifiers: BTreeSet::new(),
         uses: ReadUses::default(),
         libraries: BTreeSet::new(),
+        names,
     };
     let mut reads = Reads {
         variables: &mut compiled.variables,
@@ -391,43 +391,6 @@ impl Reads<'_> {
     }
 }
 
-/// The struct type names an expression may construct (`Object`,
-/// `Object.spec.template`, `JSONPatch`), read from its text before any
-/// environment exists: the environment must know them to construct them.
-/// Reading more than the parser would (a name in a string) only registers a
-/// type nothing constructs.
-pub fn struct_names(source: &str, names: &mut BTreeSet<String>) {
-    for root in ["Object", "JSONPatch"] {
-        let mut rest = source;
-        while let Some(at) = rest.find(root) {
-            let before = source.len() - rest.len() + at;
-            let preceded = source
-                .get(..before)
-                .and_then(|s| s.chars().next_back())
-                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
-            let tail = rest.get(at..).unwrap_or_default();
-            let end = tail
-                .find(|c: char| {
-                    !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c.is_whitespace())
-                })
-                .unwrap_or(tail.len());
-            let name: String = tail
-                .get(..end)
-                .unwrap_or_default()
-                .chars()
-                .filter(|c| !c.is_whitespace())
-                .collect();
-            if !preceded && tail.get(end..).is_some_and(|t| t.starts_with('{')) {
-                let name = name.trim_end_matches('.').to_string();
-                if !name.is_empty() && !name.contains("..") {
-                    names.insert(name);
-                }
-            }
-            rest = tail.get(root.len()..).unwrap_or_default();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -555,18 +518,5 @@ mod tests {
         assert!(c.uses.whole);
         let c = compile("size(variables.node) > 0", "e").unwrap();
         assert_eq!(c.uses.variable_paths.get("node"), Some(&vec![vec![]]));
-    }
-
-    #[test]
-    fn struct_names_are_read_from_the_text() {
-        let mut names = BTreeSet::new();
-        struct_names(
-            "Object{metadata: Object.metadata{labels: {}}, spec: Object . spec {}} + [JSONPatch{op: 'add'}] + MyObject{}",
-            &mut names,
-        );
-        assert_eq!(
-            names.iter().collect::<Vec<_>>(),
-            ["JSONPatch", "Object", "Object.metadata", "Object.spec"]
-        );
     }
 }

@@ -4,35 +4,52 @@
 //! mutates it), and what of the rest is left to Kyverno's background
 //! controller, for policy-server's log.
 
+use ::cel::IdedExpr;
+use ::cel::common::ast::{Expr, LiteralValue};
+
 use super::policy::CelPolicy;
+use super::program;
 use super::spec::CelSpec;
 
 const HONOURED: &str = "the one target an admission can reach is the Pod being bound: match only pods/binding, and name the Pod with targetMatchConstraints.expression: resource.get(\"v1\", \"pods\", object.metadata.namespace, object.metadata.name)";
 
-/// Whether a target expression names the Pod being bound (spaces and quote
-/// style aside): over a Binding, `object.metadata` and `request` carry the
-/// Pod's name and namespace.
+/// Whether a target expression names the Pod being bound, read from its
+/// tree: `resource.get("v1", "pods", NAMESPACE, NAME)` (or `Get`), where
+/// over a Binding `object.metadata` and `request` carry the Pod's
+/// namespace and name.
 fn names_bound_pod(expression: &str) -> bool {
-    let compact: String = expression
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .map(|c| if c == '\'' { '"' } else { c })
-        .collect();
-    let Some(arguments) = compact
-        .strip_prefix("resource.get(")
-        .or_else(|| compact.strip_prefix("resource.Get("))
-        .and_then(|rest| rest.strip_suffix(')'))
-    else {
+    let Ok(compiled) = program::compile(expression, "targetMatchConstraints.expression") else {
         return false;
     };
-    let Some((namespace, name)) = arguments
-        .strip_prefix("\"v1\",\"pods\",")
-        .and_then(|rest| rest.split_once(','))
-    else {
+    let Expr::Call(call) = &compiled.expression.expr else {
         return false;
     };
-    matches!(namespace, "object.metadata.namespace" | "request.namespace")
-        && matches!(name, "object.metadata.name" | "request.name")
+    let on_resource = call
+        .target
+        .as_deref()
+        .is_some_and(|target| matches!(&target.expr, Expr::Ident(name) if name == "resource"));
+    let string = |expr: &IdedExpr, text: &str| matches!(&expr.expr, Expr::Literal(LiteralValue::String(s)) if s.inner() == text);
+    let [version, resource, namespace, name] = call.args.as_slice() else {
+        return false;
+    };
+    on_resource
+        && matches!(call.func_name.as_str(), "get" | "Get")
+        && string(version, "v1")
+        && string(resource, "pods")
+        && (path_is(namespace, &["object", "metadata", "namespace"])
+            || path_is(namespace, &["request", "namespace"]))
+        && (path_is(name, &["object", "metadata", "name"]) || path_is(name, &["request", "name"]))
+}
+
+/// Whether `expr` is the field path `path` (`object.metadata.name`).
+fn path_is(expr: &IdedExpr, path: &[&str]) -> bool {
+    match (&expr.expr, path.split_last()) {
+        (Expr::Ident(name), Some((last, []))) => name == last,
+        (Expr::Select(select), Some((last, rest))) => {
+            !select.test && select.field == *last && path_is(&select.operand, rest)
+        }
+        _ => false,
+    }
 }
 
 /// Whether `targetMatchConstraints` name targets (resource rules or an
@@ -67,11 +84,12 @@ pub(super) fn check(spec: &CelSpec) -> bool {
         rule.resources.iter().all(|r| r == "pods")
             && rule.api_groups.iter().all(|g| g.is_empty() || g == "*")
     });
+    // The expression is parsed last, for a policy that passes the rest.
     mutate_existing(spec)
         && binding_only
-        && target.expression.as_deref().is_some_and(names_bound_pod)
         && pods_only
         && target.exclude_resource_rules.is_empty()
+        && target.expression.as_deref().is_some_and(names_bound_pod)
 }
 
 /// For policy-server's log at load: what a Kyverno policy's `mutateExisting`
@@ -118,6 +136,7 @@ mod tests {
             "resource.get(\"v1\", \"pods\", object.metadata.namespace, object.metadata.name)",
             "resource.Get('v1', 'pods', request.namespace, request.name)",
             " resource.get(\"v1\",\n \"pods\", object.metadata.namespace, request.name) ",
+            "resource.get('v1', 'pods', // the Pod's\n object.metadata.namespace, request.name)",
         ] {
             assert!(names_bound_pod(expression), "{expression}");
         }

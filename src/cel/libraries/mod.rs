@@ -199,23 +199,6 @@ pub(crate) fn wrap_in_call(argument: &mut ::cel::common::ast::IdedExpr, function
     };
 }
 
-/// Whether `source` calls `name` as a global function (`name(`, not
-/// `x.name(`): how libraries whose function names are also common field
-/// names (`image`) are told apart from a field read.
-pub(crate) fn calls_global(source: &str, name: &str) -> bool {
-    source.match_indices(name).any(|(at, _)| {
-        let after = source.get(at + name.len()..).unwrap_or_default();
-        starts_name(source, at) && after.trim_start().starts_with('(')
-    })
-}
-
-/// Whether the text at `at` starts a name of its own: not the rest of an
-/// identifier, nor a field after a `.`.
-pub(crate) fn starts_name(source: &str, at: usize) -> bool {
-    let before = source.get(..at).and_then(|s| s.chars().next_back());
-    !before.is_some_and(|c| c == '.' || c == '_' || c.is_ascii_alphanumeric())
-}
-
 #[cfg(test)]
 pub(crate) mod testing {
     use std::collections::BTreeSet;
@@ -229,7 +212,7 @@ pub(crate) mod testing {
     pub fn eval(source: &str) -> Result<Value, ExecutionError> {
         crate::cel::type_check::check_source(source)
             .map_err(|e| ExecutionError::function_error("check", e))?;
-        let libraries = Libraries::for_sources([source]);
+        let libraries = Libraries::for_source(source);
         let env = Arc::new(runtime_env(&BTreeSet::new(), libraries));
         let mut compiled = crate::cel::program::compile(source, "e")
             .map_err(|e| ExecutionError::function_error("compile", e))?;
@@ -278,28 +261,28 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
-    use super::calls_global;
     use crate::cel::environment::Libraries;
 
     #[test]
     fn a_library_is_added_only_when_an_expression_names_it() {
-        assert!(calls_global("image('nginx')", "image"));
-        assert!(calls_global("x + image ('nginx')", "image"));
-        assert!(!calls_global("c.image", "image"));
-        assert!(!calls_global("isImage(c.image)", "image"));
-        assert!(!calls_global("c.image('x')", "image"));
-        let libraries = Libraries::for_sources(["object.spec.containers.map(c, c.image)"]);
+        assert!(Libraries::for_source("image('nginx')").image);
+        assert!(Libraries::for_source("x + image ('nginx')").image);
+        assert!(!Libraries::for_source("c.image").image);
+        assert!(!Libraries::for_source("c.image('x')").image);
+        // A library named in a string or a comment is not called.
+        assert!(!Libraries::for_source("'json.unmarshal(x)' // yaml.parse(y)\n + 'a'").json);
+        let libraries = Libraries::for_source("object.spec.containers.map(c, c.image)");
         assert!(!libraries.image && !libraries.json && !libraries.regex_namespace);
-        let libraries = Libraries::for_sources(["isImage(c.image) && json.unmarshal(x) != null"]);
+        let libraries = Libraries::for_source("isImage(c.image) && json.unmarshal(x) != null");
         assert!(libraries.image && libraries.json && !libraries.yaml);
         // A field named `url` or `sha256`, and the strings library's
         // `format`, are not the URL, hash or format libraries.
         let libraries =
-            Libraries::for_sources(["'%s'.format([object.spec.url, object.status.sha256])"]);
+            Libraries::for_source("'%s'.format([object.spec.url, object.status.sha256])");
         assert!(!libraries.url && !libraries.hash && !libraries.format);
-        let libraries = Libraries::for_sources([
+        let libraries = Libraries::for_source(
             "url(x).getHost() + sha256(y) + format.uuid().validate(z).orValue([]).join('')",
-        ]);
+        );
         assert!(libraries.url && libraries.hash && libraries.format && !libraries.gzip);
     }
 }
