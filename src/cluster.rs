@@ -14,6 +14,7 @@ use jmespath::Rcvar;
 use serde::de::DeserializeSeed;
 
 use crate::shared::reach::{Pruned, PrunedJson, Reach};
+use crate::shared::resources::{ResourceKind, kind_of};
 
 use crate::node_lookup::host_error_cause;
 
@@ -52,6 +53,61 @@ pub enum Read {
         name: String,
         verb: String,
     },
+}
+
+/// What a read names of an object or a list: namespace (if any), the object's
+/// name (a list without one), and what to ask the host for.
+#[derive(Debug, Default)]
+pub struct Selection {
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    /// For a Get: the fields to ask for (empty: the whole object).
+    pub field_masks: Vec<String>,
+    /// For a List.
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+}
+
+impl Read {
+    /// The one translation of a resource both languages name by API group
+    /// and plural (a Kyverno `urlPath`, a CEL `resource.Get` or `List`) into
+    /// a host read: the kind from the built-in table or the `resourceKinds`
+    /// setting, a Get with a name, a List without. `Err` names what is not
+    /// known; `Ok` also says whether the kind is namespaced.
+    pub fn of_resource(
+        api_version: &str,
+        resource: &str,
+        kinds: &[ResourceKind],
+        selection: impl FnOnce(bool) -> Selection,
+    ) -> Result<(Read, bool), String> {
+        let group = api_version
+            .rsplit_once('/')
+            .map(|(group, _)| group)
+            .unwrap_or_default();
+        let Some((kind, namespaced)) = kind_of(group, resource, kinds) else {
+            return Err(format!(
+                "resource {resource:?} of group {group:?} is not known; name it in the `resourceKinds` setting"
+            ));
+        };
+        let selection = selection(namespaced);
+        let read = match selection.name {
+            Some(name) => Read::Get {
+                api_version: api_version.to_string(),
+                kind,
+                namespace: selection.namespace,
+                name,
+                field_masks: selection.field_masks,
+            },
+            None => Read::List {
+                api_version: api_version.to_string(),
+                kind,
+                namespace: selection.namespace,
+                label_selector: selection.label_selector,
+                field_selector: selection.field_selector,
+            },
+        };
+        Ok((read, namespaced))
+    }
 }
 
 /// Which of the OCI capabilities an image read uses.

@@ -13,9 +13,9 @@ use ::cel::common::value::{CowVal, StaticVal, Val};
 use ::cel::{Env, ExecutionError, Value};
 
 use super::libraries::{string_arg, string_type as string};
-use crate::cluster::{CachedCluster, Read};
+use crate::cluster::{CachedCluster, Read, Selection};
 use crate::shared::reach::Reach;
-use crate::shared::resources::{ResourceKind, kind_of};
+use crate::shared::resources::ResourceKind;
 
 static RESOURCE_TYPE: Type = Type::new_unspecified_type("kyverno.resource");
 
@@ -157,34 +157,20 @@ pub fn read(
     kinds: &[ResourceKind],
     cluster: &CachedCluster,
 ) -> Result<serde_json::Value, String> {
-    let group = call
-        .api_version
-        .rsplit_once('/')
-        .map(|(group, _)| group)
-        .unwrap_or_default();
-    let Some((kind, namespaced)) = kind_of(group, &call.resource, kinds) else {
-        return Err(format!(
-            "{:?} in {:?} is not a resource this policy knows; name it under the resourceKinds setting",
-            call.resource, call.api_version
-        ));
+    let selection = |namespaced: bool| Selection {
+        // A cluster-scoped kind is read without the namespace given.
+        namespace: (namespaced && !call.namespace.is_empty()).then(|| call.namespace.clone()),
+        name: call.name.clone(),
+        field_masks: masks.to_vec(),
+        ..Selection::default()
     };
-    let namespace = (namespaced && !call.namespace.is_empty()).then(|| call.namespace.clone());
-    let request = match &call.name {
-        Some(name) => Read::Get {
-            api_version: call.api_version.clone(),
-            kind,
-            namespace,
-            name: name.clone(),
-            field_masks: masks.to_vec(),
-        },
-        None => Read::List {
-            api_version: call.api_version.clone(),
-            kind,
-            namespace,
-            label_selector: None,
-            field_selector: None,
-        },
-    };
+    let (request, _) = Read::of_resource(&call.api_version, &call.resource, kinds, selection)
+        .map_err(|_| {
+            format!(
+                "{:?} in {:?} is not a resource this policy knows; name it under the resourceKinds setting",
+                call.resource, call.api_version
+            )
+        })?;
     match (reach, &request) {
         (Some(reach), Read::Get { .. }) => cluster.read_json_reach(&request, reach),
         _ => cluster.read_json(&request),

@@ -17,10 +17,10 @@ use super::references::ConfigMapMasks;
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
 use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
 use super::{jmes, jmes_values, variables};
-use crate::cluster::{CachedCluster, Read};
+use crate::cluster::{CachedCluster, Read, Selection};
 use crate::image_registry;
 use crate::request_facts::RequestFacts;
-use crate::shared::resources::{ResourceKind, kind_of};
+use crate::shared::resources::ResourceKind;
 
 /// At most this many elements of a `foreach` list are processed.
 pub const MAX_FOREACH_ELEMENTS: usize = 1000;
@@ -495,9 +495,6 @@ pub fn parse_url(url: &str, extra: &[ResourceKind]) -> Result<Read, String> {
         [plural, name] => (*plural, Some(name.to_string())),
         _ => return Err("must name a resource, optionally followed by one object name".into()),
     };
-    let (kind, _) = kind_of(group, plural, extra).ok_or_else(|| {
-        format!("resource {plural:?} of group {group:?} is not known; name it in the `resourceKinds` setting")
-    })?;
     let mut label_selector = None;
     let mut field_selector = None;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -513,22 +510,14 @@ pub fn parse_url(url: &str, extra: &[ResourceKind]) -> Result<Read, String> {
             }
         }
     }
-    Ok(match name {
-        Some(name) => Read::Get {
-            api_version,
-            kind,
-            namespace,
-            name,
-            field_masks: Vec::new(),
-        },
-        None => Read::List {
-            api_version,
-            kind,
-            namespace,
-            label_selector,
-            field_selector,
-        },
-    })
+    let selection = |_| Selection {
+        namespace,
+        name,
+        field_masks: Vec::new(),
+        label_selector,
+        field_selector,
+    };
+    Read::of_resource(&api_version, plural, extra, selection).map(|(read, _)| read)
 }
 
 fn percent_decode(text: &str) -> String {
