@@ -45,6 +45,7 @@ pub mod pass_through;
 pub mod pipeline;
 pub mod policy_options;
 pub mod request_facts;
+pub mod rfc6902;
 pub mod settings;
 pub mod shared;
 

@@ -96,6 +96,7 @@ struct CelInputs {
     /// `request` and `oldObject` as CEL values, made when a policy reads them.
     request: OnceCell<::cel::Value>,
     old_object: OnceCell<::cel::Value>,
+    old_object_json: OnceCell<Value>,
 }
 
 pub struct Pipeline<'a> {
@@ -252,6 +253,7 @@ impl<'a> Pipeline<'a> {
                 facts: self.facts(facts),
                 request: OnceCell::new(),
                 old_object: OnceCell::new(),
+                old_object_json: OnceCell::new(),
             });
         }
         inputs.as_ref()
@@ -282,6 +284,7 @@ impl<'a> Pipeline<'a> {
             admission: self.request,
             request: &inputs.request,
             old_object: &inputs.old_object,
+            old_object_json: &inputs.old_object_json,
             kinds: &self.plan.resource_kinds,
             cluster,
         };

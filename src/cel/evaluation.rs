@@ -549,12 +549,7 @@ impl<'a> Evaluation<'a> {
 impl direct::Names for Evaluation<'_> {
     fn identifier(&mut self, name: &str) -> Option<Value> {
         match name {
-            "oldObject" => self
-                .request
-                .admission
-                .raw("oldObject")
-                .map(|raw| serde_json::from_str(raw.get()).ok())
-                .unwrap_or(Some(Value::Null)),
+            "oldObject" => Some(self.request.old_object_json().clone()),
             "params" => Some(self.policy.params.clone().unwrap_or(Value::Null)),
             "namespaceObject" => self.namespace().ok(),
             "exceptions" => self.exceptions.clone(),

@@ -1,14 +1,12 @@
-//! A `JSONPatch` mutation applied as Kubernetes and Kyverno apply it (both
-//! with evanphx/json-patch v4): operations in order, every one must apply,
-//! except that a failed `test` leaves the object as it was, without an
-//! error, and a member that is not there is read as nothing: `replace`
-//! sets it, `copy` from it adds null, and `test` of it holds for null and
-//! fails quietly otherwise.
+//! A `JSONPatch` mutation applied as Kubernetes and Kyverno apply it: the
+//! operations as evanphx/json-patch v4 applies them ([`rfc6902::apply_v4`]),
+//! then what they wrote checked against the object's type.
 
-use json_patch::{AddOperation, PatchErrorKind, PatchOperation};
+use json_patch::PatchOperation;
 use serde_json::Value;
 
 use super::apply::{SchemaType, check_written};
+use crate::rfc6902;
 
 /// Applies the operations to `object`, of type `schema` (`None`: a kind with
 /// no schema here): what each writes is checked against it.
@@ -17,64 +15,10 @@ pub fn apply(
     operations: Vec<PatchOperation>,
     schema: Option<SchemaType>,
 ) -> Result<(), String> {
-    // Only a `test` can call for the object as it was.
-    let before = operations
-        .iter()
-        .any(|op| matches!(op, PatchOperation::Test(_)))
-        .then(|| object.clone());
-    let mut written = Vec::new();
-    for (index, operation) in operations.into_iter().enumerate() {
-        // A `test` of a member the object lacks reads nothing: that equals
-        // null and fails any other value, without error.
-        if let PatchOperation::Test(test) = &operation
-            && missing_member(object, &test.path)
-        {
-            if test.value.is_null() {
-                continue;
-            }
-            if let Some(before) = before {
-                *object = before;
-            }
-            return Ok(());
-        }
-        let operation = match operation {
-            PatchOperation::Replace(replace) if missing_member(object, &replace.path) => {
-                PatchOperation::Add(AddOperation {
-                    path: replace.path,
-                    value: replace.value,
-                })
-            }
-            // The library reads a missing member as nothing and copies
-            // that: null is added (kube-apiserver, `make differential`).
-            PatchOperation::Copy(copy) if missing_member(object, &copy.from) => {
-                PatchOperation::Add(AddOperation {
-                    path: copy.path,
-                    value: Value::Null,
-                })
-            }
-            other => other,
-        };
-        if let Err(why) = json_patch::patch(object, std::slice::from_ref(&operation)) {
-            if let (PatchErrorKind::TestFailed, Some(before)) = (&why.kind, before) {
-                *object = before;
-                return Ok(());
-            }
-            // Operations go one by one: the crate's index would always be 0.
-            return Err(format!(
-                "JSON Patch does not apply: operation {index} failed at path '{}': {}",
-                why.path, why.kind
-            ));
-        }
-        if schema.is_some() {
-            match operation {
-                PatchOperation::Add(op) => written.push(op.path),
-                PatchOperation::Replace(op) => written.push(op.path),
-                PatchOperation::Copy(op) => written.push(op.path),
-                PatchOperation::Move(op) => written.push(op.path),
-                PatchOperation::Remove(_) | PatchOperation::Test(_) => {}
-            }
-        }
-    }
+    let Some(written) = rfc6902::apply_v4(object, operations)? else {
+        // A `test` failed: the object is as it was.
+        return Ok(());
+    };
     // Kubernetes decodes the object once the whole patch applied: what an
     // operation wrote is checked as the last one left it (`add` of a number
     // then `replace` with a string is a string).
@@ -103,14 +47,6 @@ fn empty_null_metadata(object: &mut Value) {
             }
         }
     }
-}
-
-/// Whether `path` names a member of an object that the object lacks.
-fn missing_member(object: &Value, path: &json_patch::jsonptr::Pointer) -> bool {
-    let Some((parent, last)) = path.split_back() else {
-        return false;
-    };
-    matches!(parent.resolve(object), Ok(Value::Object(map)) if !map.contains_key(last.decoded().as_ref()))
 }
 
 #[cfg(test)]

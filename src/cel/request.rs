@@ -40,6 +40,8 @@ pub struct CelRequest<'a> {
     /// first time an expression reads `request`.
     pub request: &'a OnceCell<CelValue>,
     pub old_object: &'a OnceCell<CelValue>,
+    /// `oldObject` as JSON, decoded once for both evaluators.
+    pub old_object_json: &'a OnceCell<Value>,
     pub kinds: &'a [ResourceKind],
     pub cluster: &'a CachedCluster<'a>,
 }
@@ -68,14 +70,21 @@ impl CelRequest<'_> {
         }
     }
 
+    /// `oldObject` as JSON (null when the request has none).
+    pub(super) fn old_object_json(&self) -> &Value {
+        self.old_object_json.get_or_init(|| {
+            self.admission
+                .raw("oldObject")
+                .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                .unwrap_or(Value::Null)
+        })
+    }
+
     pub(super) fn old_object(&self) -> CelValue {
         self.old_object
-            .get_or_init(|| {
-                self.admission
-                    .raw("oldObject")
-                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-                    .map(|old| from_json(&old))
-                    .unwrap_or(CelValue::Null)
+            .get_or_init(|| match self.old_object_json() {
+                Value::Null => CelValue::Null,
+                old => from_json(old),
             })
             .clone()
     }

@@ -12,7 +12,7 @@ use super::conditions::{Operator, evaluate};
 use super::field_paths;
 use super::jmes::Functions;
 use super::matching::matches;
-use super::patch::{Skip, apply_json6902, parse_json6902, strategic_merge};
+use super::patch::{Skip, parse_json6902, strategic_merge};
 use super::references::ConfigMapMasks;
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
 use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
@@ -20,6 +20,7 @@ use super::{jmes, jmes_values, variables};
 use crate::cluster::{CachedCluster, Read, Selection};
 use crate::image_registry;
 use crate::request_facts::RequestFacts;
+use crate::rfc6902::apply_json6902;
 use crate::shared::resources::ResourceKind;
 
 /// At most this many elements of a `foreach` list are processed.
