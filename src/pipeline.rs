@@ -359,12 +359,7 @@ impl<'a> Pipeline<'a> {
         let view;
         let (facts, subject) = match template {
             Some(pointer) => {
-                pod_facts = RequestFacts {
-                    group: String::new(),
-                    version: "v1".to_string(),
-                    kind: "Pod".to_string(),
-                    ..(*inputs.facts).clone()
-                };
+                pod_facts = inputs.facts.for_pod_template();
                 view = crate::autogen::view(object, pointer);
                 (&pod_facts, &view)
             }

@@ -49,4 +49,17 @@ impl RequestFacts {
             groups: user.groups,
         }
     }
+
+    /// The facts as a Pod policy sees a Pod controller's template under
+    /// autogen (both languages): a core `v1` Pod, the request's operation,
+    /// names and user.
+    pub fn for_pod_template(&self) -> RequestFacts {
+        RequestFacts {
+            group: String::new(),
+            version: "v1".to_string(),
+            resource: "pods".to_string(),
+            kind: "Pod".to_string(),
+            ..self.clone()
+        }
+    }
 }

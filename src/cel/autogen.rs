@@ -82,13 +82,7 @@ pub(super) fn template_pointer(
     if policy.autogen.is_empty() || !info.sub_resource.is_empty() {
         return None;
     }
-    let pods = RequestFacts {
-        group: String::new(),
-        version: "v1".to_string(),
-        resource: "pods".to_string(),
-        kind: "Pod".to_string(),
-        ..info.clone()
-    };
+    let pods = info.for_pod_template();
     if !matching::rules_match(constraints, &pods) {
         return None;
     }

@@ -16,7 +16,6 @@ use super::matching;
 use super::policy::CelPolicy;
 use super::request::{CelRequest, Evaluated};
 use super::{apply, bound_pod};
-use crate::request_facts::RequestFacts;
 
 pub enum CelResult {
     /// The policy does not apply to this request.
@@ -52,13 +51,7 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
     let pod_info;
     let info = match template {
         Some(_) => {
-            pod_info = RequestFacts {
-                group: String::new(),
-                version: "v1".to_string(),
-                resource: "pods".to_string(),
-                kind: "Pod".to_string(),
-                ..request.facts.clone()
-            };
+            pod_info = request.facts.for_pod_template();
             &pod_info
         }
         None => request.facts,
