@@ -55,7 +55,7 @@ pub struct GroupVersionResource {
 }
 
 /// Who sent the request.
-#[derive(Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct UserInfo {
     #[serde(default)]
     pub username: String,

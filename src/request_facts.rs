@@ -1,6 +1,10 @@
 //! The facts of an admission request both languages match on (operation,
 //! resource, kind, names, the user), decoded once per request.
 
+use std::cell::OnceCell;
+
+use serde_json::value::RawValue;
+
 use crate::admission::{AdmissionRequest, GroupVersionKind, GroupVersionResource, UserInfo};
 use crate::shared::resources::{ResourceKind, kind_of};
 
@@ -19,8 +23,10 @@ pub struct RequestFacts {
     pub sub_resource: String,
     pub name: String,
     pub namespace: String,
-    pub username: String,
-    pub groups: Vec<String>,
+    /// `userInfo` as received, decoded by [`RequestFacts::user`] when a rule
+    /// first matches on the user (CEL policies never do).
+    pub(crate) user_info: Option<Box<RawValue>>,
+    pub(crate) user: OnceCell<UserInfo>,
 }
 
 impl RequestFacts {
@@ -35,7 +41,6 @@ impl RequestFacts {
                 .map(|(k, _)| k)
                 .unwrap_or_default()
         };
-        let user: UserInfo = request.field("userInfo");
         RequestFacts {
             operation: request.field("operation"),
             group: resource.group,
@@ -45,9 +50,20 @@ impl RequestFacts {
             sub_resource,
             name: request.field("name"),
             namespace: request.field("namespace"),
-            username: user.username,
-            groups: user.groups,
+            user_info: request.raw("userInfo").map(|raw| raw.to_owned()),
+            user: OnceCell::new(),
         }
+    }
+
+    /// The requesting user, decoded the first time it is asked for.
+    pub fn user(&self) -> &UserInfo {
+        self.user.get_or_init(|| {
+            self.user_info
+                .as_ref()
+                .and_then(|raw| serde_json::from_str::<Option<UserInfo>>(raw.get()).ok())
+                .flatten()
+                .unwrap_or_default()
+        })
     }
 
     /// The facts as a Pod policy sees a Pod controller's template under

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use ::cel::{ExecutionError, Value};
 
-use super::super::environment::{Libraries, runtime_env};
 use super::super::program;
+use super::super::{environment::runtime_env, library_use::Libraries};
 
 pub(crate) fn eval(source: &str) -> Result<Value, String> {
     super::super::type_check::check_source(source)?;

@@ -437,7 +437,7 @@ fn cel_cost() {
     time("environment", &mut || {
         let _ = super::environment::runtime_env(
             &names,
-            super::environment::Libraries {
+            super::library_use::Libraries {
                 resource: true,
                 ..Default::default()
             },

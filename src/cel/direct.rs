@@ -414,7 +414,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::cel::environment::{Libraries, runtime_env};
+    use crate::cel::environment::runtime_env;
     use crate::cel::program::compile;
     use crate::cel::values::{from_json, to_json};
 
@@ -444,13 +444,13 @@ mod tests {
     /// The direct evaluator's answer and the crate's, for one expression.
     fn both(source: &str) -> (Option<Value>, Result<Value, String>) {
         let compiled = compile(source, "e").unwrap();
-        let names: BTreeSet<String> = compiled.names.object_types().cloned().collect();
+        let names: BTreeSet<String> = compiled.names.structs.clone();
         let object = object();
         let direct = match evaluate(&compiled.expression, &object, &mut Fixed(names.clone())) {
             Ok(Direct::Json(value)) => Some(value.into_owned()),
             _ => None,
         };
-        let env = runtime_env(&names, Libraries::for_names(&compiled.names));
+        let env = runtime_env(&names, compiled.names.libraries);
         let mut context = Context::with_env(Arc::new(env));
         let bind = |value: Value| Box::<dyn Val>::try_from(from_json(&value)).unwrap();
         context.add_variable_as_val("object", bind(object.clone()));

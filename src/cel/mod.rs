@@ -1,8 +1,15 @@
 //! The CEL policy language: Kyverno's `MutatingPolicy` and
 //! `NamespacedMutatingPolicy`, and Kubernetes' `MutatingAdmissionPolicy`.
-//! [`compile`] checks a document at load (every expression parsed,
-//! every unsupported feature named); [`engine`] runs it over a request as one
-//! step of the pipeline.
+//! [`compile`] checks a document at load (every expression parsed, every
+//! unsupported feature named) and gives a [`CelPolicy`] with one patcher per
+//! mutation; [`engine`] runs it over a request as one step of the pipeline.
+//!
+//! The layers run one way, each using only those before it: the document
+//! (`spec`), the trees (`ast`, `program`, `names`, the macro rewrites), the
+//! load-time checks (`declarations`, `type_check`, ...), the compiler and the
+//! compiled policy, the environment and host reads, one evaluation, the
+//! dispatcher and patchers, and the engine (docs/development.md, "The flow of
+//! a request"; `src/layering_tests.rs` fails on a cycle).
 
 pub mod apply;
 mod apply_schema;
@@ -28,6 +35,7 @@ mod extension_macros;
 pub mod host_reads;
 mod json_patch_mutation;
 pub mod libraries;
+pub mod library_use;
 mod macro_builder;
 pub mod matching;
 mod metadata_literals;

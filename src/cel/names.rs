@@ -1,8 +1,9 @@
 //! What an expression names, read from its parsed tree as the user wrote it
-//! (before macros are expanded): the identifiers, the functions it calls,
-//! the functions it calls globally, and the struct types it constructs. The
-//! environment is chosen from these ([`super::environment::Libraries`]); a
-//! word in a string literal or a comment is not a name.
+//! (before macros are expanded): the libraries it calls into, the context
+//! it reads, the struct types it constructs, and whether it holds a macro
+//! the crate's parser leaves. A word in a string literal or a comment is
+//! not a name. Read per request, so nothing is kept that is not needed:
+//! flags, and the few struct type names.
 
 use std::collections::BTreeSet;
 
@@ -10,17 +11,31 @@ use ::cel::IdedExpr;
 use ::cel::common::ast::Expr;
 
 use super::ast::{MAX_DEPTH, children};
+use super::library_use::{Libraries, Role};
+use super::{comprehensions, extension_macros};
+
+/// The context identifiers an evaluation binds only when an expression
+/// names them.
+pub const CONTEXT: [&str; 5] = [
+    "request",
+    "oldObject",
+    "params",
+    "namespaceObject",
+    "exceptions",
+];
 
 #[derive(Debug, Default, Clone)]
 pub struct Names {
-    /// Identifiers (`object`, `math`, `namespaceObject`).
-    pub identifiers: BTreeSet<String>,
-    /// Every function called, global or member (`lowerAscii`, `image`).
-    pub functions: BTreeSet<String>,
-    /// Functions called without a receiver (`image(...)`, not `c.image`).
-    pub global_calls: BTreeSet<String>,
-    /// Struct types constructed (`Object`, `Object.metadata`, `JSONPatch`).
+    /// The libraries it calls into.
+    pub libraries: Libraries,
+    /// Which of [`CONTEXT`] it names.
+    pub context: [bool; CONTEXT.len()],
+    /// The struct types an environment must know to construct them: the
+    /// object's (`Object`, `Object.metadata`...) and `JSONPatch`.
     pub structs: BTreeSet<String>,
+    /// A call the crate's parser leaves for [`comprehensions::expand`] (a
+    /// two-variable comprehension, `cel.bind`, an extension macro).
+    pub macros: bool,
 }
 
 impl Names {
@@ -33,18 +48,20 @@ impl Names {
 
     /// Adds `other`'s names.
     pub fn extend(&mut self, other: &Names) {
-        self.identifiers.extend(other.identifiers.iter().cloned());
-        self.functions.extend(other.functions.iter().cloned());
-        self.global_calls.extend(other.global_calls.iter().cloned());
+        self.libraries = self.libraries.union(other.libraries);
+        for (mine, theirs) in self.context.iter_mut().zip(other.context) {
+            *mine |= theirs;
+        }
         self.structs.extend(other.structs.iter().cloned());
+        self.macros |= other.macros;
     }
 
-    /// The struct types an environment must know: the object's
-    /// (`Object...`) and `JSONPatch`, the only ones a mutation constructs.
-    pub fn object_types(&self) -> impl Iterator<Item = &String> {
-        self.structs
+    /// Whether it names the context identifier `name` (one of [`CONTEXT`]).
+    pub fn reads(&self, name: &str) -> bool {
+        CONTEXT
             .iter()
-            .filter(|name| *name == "JSONPatch" || *name == "Object" || name.starts_with("Object."))
+            .zip(self.context)
+            .any(|(context, named)| *context == name && named)
     }
 
     fn walk(&mut self, expr: &IdedExpr, depth: usize) {
@@ -54,16 +71,29 @@ impl Names {
         }
         match &expr.expr {
             Expr::Ident(name) => {
-                self.identifiers.insert(name.clone());
-            }
-            Expr::Call(call) => {
-                self.functions.insert(call.func_name.clone());
-                if call.target.is_none() {
-                    self.global_calls.insert(call.func_name.clone());
+                self.libraries.note(name, Role::Identifier);
+                for (context, named) in CONTEXT.iter().zip(self.context.iter_mut()) {
+                    *named |= context == name;
                 }
             }
+            // Operators (`_==_`) and the rewrites' own functions (`@in`)
+            // belong to no library.
+            Expr::Call(call) if !call.func_name.starts_with(['_', '@']) => {
+                let function = call.func_name.as_str();
+                let role = if call.target.is_some() {
+                    Role::Member
+                } else {
+                    Role::Global
+                };
+                self.libraries.note(function, role);
+                self.macros |= comprehensions::named(function) || extension_macros::named(function);
+            }
             Expr::Struct(construction) => {
-                self.structs.insert(construction.type_name.clone());
+                let name = construction.type_name.as_str();
+                let object = name == "JSONPatch" || name == "Object" || name.starts_with("Object.");
+                if object && !self.structs.contains(name) {
+                    self.structs.insert(name.to_string());
+                }
             }
             _ => {}
         }
@@ -78,20 +108,18 @@ mod tests {
     #[test]
     fn names_come_from_the_tree() {
         let compiled = compile(
-            "Object{metadata: Object.metadata // a comment\n {labels: {'a': ['b'].map(x, x)[0]}}, spec: Object . spec {}} + [JSONPatch{op: 'add'}] + MyObject{} + image('x') + c.image + 'math.abs(1)'.size()",
+            "Object{metadata: Object.metadata // a comment\n {labels: {'a': ['b'].map(x, x)[0]}}, spec: Object . spec {}} + [JSONPatch{op: 'add'}] + MyObject{} + image('x') + c.image + 'math.abs(1)'.size() + request.name",
             "e",
         )
         .unwrap();
         let names = &compiled.names;
         assert_eq!(
-            names.object_types().collect::<Vec<_>>(),
+            names.structs.iter().collect::<Vec<_>>(),
             ["JSONPatch", "Object", "Object.metadata", "Object.spec"]
         );
-        assert!(names.global_calls.contains("image"));
-        assert!(names.functions.contains("size") && !names.global_calls.contains("size"));
-        assert!(
-            !names.identifiers.contains("math"),
-            "a name in a string is not one"
-        );
+        assert!(names.libraries.image, "a global image() call");
+        assert!(!names.libraries.math, "a name in a string is not one");
+        assert!(names.reads("request") && !names.reads("oldObject"));
+        assert!(!names.macros);
     }
 }

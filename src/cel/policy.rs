@@ -9,10 +9,10 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use super::environment;
 use super::exception;
+use super::library_use::Libraries;
 use super::matching;
-use super::names::Names;
+use super::names::{CONTEXT, Names};
 use super::patchers::Patcher;
 use super::program::{self, Compiled};
 use super::spec::{CelKind, CelSpec, Place};
@@ -61,9 +61,10 @@ pub(super) struct Parsed {
     /// Struct types the expressions construct.
     struct_names: BTreeSet<String>,
     /// The libraries the expressions may call.
-    libraries: environment::Libraries,
-    /// The identifiers the expressions name.
-    identifiers: BTreeSet<String>,
+    libraries: Libraries,
+    /// Which context identifiers the expressions name
+    /// ([`super::names::CONTEXT`]).
+    names_context: [bool; CONTEXT.len()],
 }
 
 /// An expression's path in the settings, written only into a message.
@@ -86,7 +87,7 @@ impl CelPolicy {
             for expression in compiled.iter().flatten() {
                 names.extend(&expression.names);
             }
-            let libraries = environment::Libraries::for_names(&names);
+            let libraries = names.libraries;
             let expressions = compiled
                 .into_iter()
                 .map(|expression| {
@@ -98,9 +99,9 @@ impl CelPolicy {
                 .collect();
             Parsed {
                 expressions,
-                struct_names: names.object_types().cloned().collect(),
+                struct_names: names.structs,
                 libraries,
-                identifiers: names.identifiers,
+                names_context: names.context,
             }
         })
     }
@@ -127,14 +128,18 @@ impl CelPolicy {
     }
 
     /// The libraries the expressions may call.
-    pub fn libraries(&self) -> environment::Libraries {
+    pub fn libraries(&self) -> Libraries {
         self.parsed().libraries
     }
 
     /// Whether an expression names this context identifier (`request`,
     /// `oldObject`, `params`, `namespaceObject`).
     pub fn mentions(&self, identifier: &str) -> bool {
-        self.parsed().identifiers.contains(identifier)
+        let parsed = self.parsed();
+        CONTEXT
+            .iter()
+            .zip(parsed.names_context)
+            .any(|(context, named)| *context == identifier && named)
     }
 
     /// Every expression with its path in the settings, in evaluation order.

@@ -214,8 +214,11 @@ pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, 
     }
     let names = Names::of(&expression);
     // Two-variable comprehensions and extension macros, found in the tree
-    // (a name in a string or a comment is not a call).
-    super::comprehensions::expand(&mut expression).map_err(|e| format!("{at}: {e}"))?;
+    // (a name in a string or a comment is not a call): the rewrite walks
+    // only expressions that hold one.
+    if names.macros {
+        super::comprehensions::expand(&mut expression).map_err(|e| format!("{at}: {e}"))?;
+    }
     let iterations = iterations(&expression, 0);
     if iterations > MAX_ITERATIONS {
         return Err(format!(

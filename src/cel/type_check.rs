@@ -17,10 +17,10 @@ use std::sync::Arc;
 
 use ::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
-use super::environment::{Libraries, runtime_env};
 use super::signatures::{operator, resolve, signatures, symbol};
 use super::types::Declared;
 use super::types::{Ty, fits, join};
+use super::{environment::runtime_env, library_use::Libraries};
 
 /// Asks an environment with every library whether a function is declared.
 pub(super) struct FunctionNames {

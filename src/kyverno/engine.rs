@@ -72,7 +72,7 @@ impl Engine<'_> {
         {
             return Ok(RuleResult::Skipped);
         }
-        let mut scope = Scope::new(request, &facts.username, object);
+        let mut scope = Scope::new(request, &facts.user().username, object);
         self.load_context(&rule.context, &mut scope, cluster)?;
         let data = scope.var();
         if let Some(conditions) = &rule.preconditions

@@ -324,9 +324,11 @@ fn is_requester(
     same: impl Fn(&str, &str) -> bool,
 ) -> bool {
     match kind {
-        "User" => same(name, &facts.username),
-        "Group" => facts.groups.iter().any(|g| same(name, g)),
-        "ServiceAccount" => facts.username == format!("system:serviceaccount:{namespace}:{name}"),
+        "User" => same(name, &facts.user().username),
+        "Group" => facts.user().groups.iter().any(|g| same(name, g)),
+        "ServiceAccount" => {
+            facts.user().username == format!("system:serviceaccount:{namespace}:{name}")
+        }
         _ => false,
     }
 }

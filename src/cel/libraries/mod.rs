@@ -3,7 +3,7 @@
 //! environment carries (`regex.replace`, `regex.extract`, ...), and
 //! Kubernetes' quantity, semver and list functions. Each is declared only in
 //! an environment whose expressions name it (see
-//! [`Libraries`](super::environment::Libraries)).
+//! [`Libraries`](super::library_use::Libraries)).
 //!
 //! Values of the libraries' own types (an image reference, a quantity, a
 //! version) are the crate's opaque values, so they keep their type through
@@ -206,7 +206,7 @@ pub(crate) mod testing {
 
     use ::cel::{ExecutionError, Value};
 
-    use crate::cel::environment::{Libraries, runtime_env};
+    use crate::cel::{environment::runtime_env, library_use::Libraries};
 
     /// Evaluates `source` in the environment its text asks for.
     pub fn eval(source: &str) -> Result<Value, ExecutionError> {
@@ -261,7 +261,7 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
-    use crate::cel::environment::Libraries;
+    use crate::cel::library_use::Libraries;
 
     #[test]
     fn a_library_is_added_only_when_an_expression_names_it() {

@@ -1,0 +1,229 @@
+//! Which libraries an evaluation's environment is given, read from the
+//! names in the expressions' trees ([`super::names`]): building an
+//! environment is most of what a small policy costs, so only the libraries
+//! an expression calls into are added ([`super::environment`]).
+
+use ::cel::IdedExpr;
+
+/// What a name is in an expression's tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Identifier,
+    /// A function called on a receiver (`x.lowerAscii()`, `math.abs(x)`).
+    Member,
+    /// A function called without one (`image(x)`).
+    Global,
+}
+
+/// The libraries an environment is given. Building an environment is most
+/// of what a small policy costs per request (policy-server starts every
+/// evaluation afresh): the standard library alone is ~19 µs natively, the
+/// strings, lists and math extensions another ~45 µs. So each is added only
+/// when a policy's expressions name one of its functions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Libraries {
+    pub strings: bool,
+    pub lists: bool,
+    pub math: bool,
+    pub jsonpatch: bool,
+    pub regex: bool,
+    pub resource: bool,
+    /// Kubernetes' lists library (`indexOf`, `lastIndexOf` on lists).
+    pub kubernetes_lists: bool,
+    /// Kyverno's `image` library (see [`libraries::image`]).
+    pub image: bool,
+    /// The `regex.` namespace (see [`libraries::regex`]).
+    pub regex_namespace: bool,
+    /// Kyverno's `json`, `yaml` and `user` libraries (see [`libraries::data`]).
+    pub json: bool,
+    pub yaml: bool,
+    pub user: bool,
+    /// Kubernetes' quantity and semver libraries (see [`libraries::quantity`],
+    /// [`libraries::semver`]).
+    pub quantity: bool,
+    pub semver: bool,
+    /// Kubernetes' `isSorted`, `sum`, `min`, `max`, `includes` (see
+    /// [`libraries::lists`]).
+    pub list_functions: bool,
+    /// cel-go's sets extension (see [`libraries::lists`]).
+    pub sets: bool,
+    /// Kubernetes' IP and CIDR libraries (see [`libraries::ip`]).
+    pub ip: bool,
+    /// Kyverno's `imagedata` library (`image.GetMetadata`, see
+    /// [`ImageDataLibrary`]).
+    pub imagedata: bool,
+    /// What two-variable comprehensions call (see
+    /// [`comprehensions`](super::comprehensions)).
+    pub comprehensions: bool,
+    /// Kubernetes' `authorizer` (see [`libraries::authorizer`]).
+    pub authorizer: bool,
+    /// Kyverno's `hash` library (see [`libraries::hash`]).
+    pub hash: bool,
+    /// Kubernetes' URL and format libraries (see [`libraries::url`],
+    /// [`libraries::format`]).
+    pub url: bool,
+    pub format: bool,
+    /// Kyverno's `gzip` library (see [`libraries::gzip`]) and cel-go's
+    /// `base64` encoders the `cel` crate has.
+    pub gzip: bool,
+    pub base64: bool,
+    /// Timestamps, durations and Kyverno's `time` library (see
+    /// [`libraries::time`]).
+    pub time: bool,
+}
+
+/// The functions of the crate's strings and lists extensions.
+const STRINGS: &[&str] = &[
+    "charAt",
+    "indexOf",
+    "lastIndexOf",
+    "join",
+    "lowerAscii",
+    "upperAscii",
+    "trim",
+    "replace",
+    "split",
+    "substring",
+    "format",
+    "quote",
+    "reverse",
+];
+const LISTS: &[&str] = &[
+    "slice", "flatten", "distinct", "reverse", "sort", "sortBy", "range",
+];
+
+impl Libraries {
+    /// Every library: the environment load-time checks ask whether a
+    /// function is declared (see [`super::type_check`]).
+    pub fn every() -> Libraries {
+        Libraries {
+            strings: true,
+            lists: true,
+            math: true,
+            jsonpatch: true,
+            regex: true,
+            resource: true,
+            kubernetes_lists: true,
+            image: true,
+            regex_namespace: true,
+            json: true,
+            yaml: true,
+            user: true,
+            quantity: true,
+            semver: true,
+            list_functions: true,
+            sets: true,
+            ip: true,
+            imagedata: true,
+            comprehensions: true,
+            authorizer: true,
+            hash: true,
+            url: true,
+            format: true,
+            gzip: true,
+            base64: true,
+            time: true,
+        }
+    }
+
+    /// Readies a parsed expression to run in an environment with these
+    /// libraries: `string(double)` as cel-go writes it, and, where the
+    /// policy uses time, the operators over timestamps and durations, which
+    /// are opaque to the crate's own.
+    pub fn prepare(self, expression: &mut IdedExpr) {
+        super::libraries::double_text::rewrite(expression);
+        if self.time {
+            super::libraries::time::rewrite_for_times(expression);
+        }
+    }
+
+    /// What one expression may call, read from its tree (tests).
+    #[cfg(test)]
+    pub fn for_source(source: &str) -> Libraries {
+        super::program::compile(source, "e")
+            .map(|compiled| compiled.names.libraries)
+            .unwrap_or_default()
+    }
+
+    /// Adds what one name of an expression's tree brings in: an identifier
+    /// (`math`, `ip`), or a function called on a receiver or globally. A
+    /// name in a string or a comment is not in the tree.
+    pub fn note(&mut self, name: &str, role: Role) {
+        let global = role == Role::Global;
+        let function = role != Role::Identifier;
+        match name {
+            "math" => self.math = true,
+            "jsonpatch" => self.jsonpatch = true,
+            "matches" | "find" | "findAll" => self.regex = true,
+            "resource" => self.resource = true,
+            "indexOf" | "lastIndexOf" => self.kubernetes_lists = true,
+            // `image` is also a container's field: only a global call counts.
+            "parseImageReference" | "isImage" => self.image = true,
+            "image" if global => self.image = true,
+            "regex" => self.regex_namespace = true,
+            "json" => self.json = true,
+            "yaml" => self.yaml = true,
+            "parseServiceAccount" => self.user = true,
+            "quantity" | "isQuantity" => self.quantity = true,
+            "semver" | "isSemver" => self.semver = true,
+            "isSorted" | "sum" | "min" | "max" | "includes" => self.list_functions = true,
+            "sets" => self.sets = true,
+            "ip" | "isIP" | "cidr" | "isCIDR" => self.ip = true,
+            "GetMetadata" | "getMetadata" => self.imagedata = true,
+            "authorizer" => self.authorizer = true,
+            "hash" => self.hash = true,
+            "sha1" | "sha256" | "md5" if global => self.hash = true,
+            // `url` is a common field name, and `format` a strings function:
+            // the URL library is a global call, the format one a namespace.
+            "isURL" => self.url = true,
+            "url" if global => self.url = true,
+            "format" if !function => self.format = true,
+            "gzip" => self.gzip = true,
+            "base64" => self.base64 = true,
+            _ => {}
+        }
+        self.strings |= STRINGS.contains(&name);
+        self.lists |= LISTS.contains(&name);
+        self.comprehensions |= function && super::comprehensions::named(name);
+        self.time |= names_time(name);
+    }
+
+    /// Both sets of libraries.
+    pub fn union(self, other: Libraries) -> Libraries {
+        let every = |a: bool, b: bool| a || b;
+        Libraries {
+            strings: every(self.strings, other.strings),
+            lists: every(self.lists, other.lists),
+            math: every(self.math, other.math),
+            jsonpatch: every(self.jsonpatch, other.jsonpatch),
+            regex: every(self.regex, other.regex),
+            resource: every(self.resource, other.resource),
+            kubernetes_lists: every(self.kubernetes_lists, other.kubernetes_lists),
+            image: every(self.image, other.image),
+            regex_namespace: every(self.regex_namespace, other.regex_namespace),
+            json: every(self.json, other.json),
+            yaml: every(self.yaml, other.yaml),
+            user: every(self.user, other.user),
+            quantity: every(self.quantity, other.quantity),
+            semver: every(self.semver, other.semver),
+            list_functions: every(self.list_functions, other.list_functions),
+            sets: every(self.sets, other.sets),
+            ip: every(self.ip, other.ip),
+            imagedata: every(self.imagedata, other.imagedata),
+            comprehensions: every(self.comprehensions, other.comprehensions),
+            authorizer: every(self.authorizer, other.authorizer),
+            hash: every(self.hash, other.hash),
+            url: every(self.url, other.url),
+            format: every(self.format, other.format),
+            gzip: every(self.gzip, other.gzip),
+            base64: every(self.base64, other.base64),
+            time: every(self.time, other.time),
+        }
+    }
+}
+
+/// Whether a name brings in the time library (and with it the operator
+/// rewrite of [`Libraries::prepare`]).
+fn names_time(word: &str) -> bool {
+    matches!(word, "timestamp" | "duration" | "time")
+}
