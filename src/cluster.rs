@@ -242,7 +242,7 @@ pub struct CachedCluster<'c> {
     answers: RefCell<Vec<(Read, SharedAnswer)>>,
     /// The field masks every Namespace read of this evaluation uses, when
     /// the settings set them ([`CachedCluster::with_namespace_masks`]).
-    namespace_masks: Option<Vec<String>>,
+    namespace_masks: Option<&'static [&'static str]>,
 }
 
 /// One read's outcome, shared by everyone who asks for it.
@@ -283,7 +283,7 @@ impl<'c> CachedCluster<'c> {
     /// Reads Namespaces with `masks`, whoever asks: the union of what the
     /// settings' policies read of one (`PolicyPlan::namespace_masks`), so
     /// that a ClusterPolicy's and a CEL policy's selectors share one read.
-    pub fn with_namespace_masks(mut self, masks: Vec<String>) -> Self {
+    pub fn with_namespace_masks(mut self, masks: &'static [&'static str]) -> Self {
         self.namespace_masks = Some(masks);
         self
     }
@@ -297,10 +297,12 @@ impl<'c> CachedCluster<'c> {
             kind: "Namespace".to_string(),
             namespace: None,
             name: name.to_string(),
-            field_masks: match &self.namespace_masks {
-                Some(masks) => masks.clone(),
-                None => own.iter().map(|mask| mask.to_string()).collect(),
-            },
+            field_masks: self
+                .namespace_masks
+                .unwrap_or(own)
+                .iter()
+                .map(|mask| mask.to_string())
+                .collect(),
         }
     }
 

@@ -141,11 +141,11 @@ impl PolicyPlan {
     /// What every Namespace read of a request asks for: the union of what
     /// the policies read of one. A Kyverno rule's namespaceSelector reads the
     /// labels; a CEL policy's `namespaceObject` may read any field.
-    pub fn namespace_masks(&self) -> Vec<String> {
+    pub fn namespace_masks(&self) -> &'static [&'static str] {
         if self.rule_groups.iter().any(|group| group.cel.is_some()) {
-            Vec::new()
+            &[]
         } else {
-            vec!["metadata.labels".to_string()]
+            &["metadata.labels"]
         }
     }
 
