@@ -463,34 +463,37 @@ fn cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     state.found
 }
 
+/// Each cycle's members, and the edges between them with one path behind
+/// each: what to change to break it.
+fn describe(
+    found: &[Vec<String>],
+    edges: &BTreeMap<String, BTreeSet<String>>,
+    evidence: &BTreeMap<(String, String), String>,
+) -> String {
+    let mut described = Vec::new();
+    for component in found {
+        described.push(component.join(", "));
+        for from in component {
+            for to in edges[from].iter().filter(|to| component.contains(to)) {
+                described.push(format!(
+                    "    {from} -> {to} ({})",
+                    evidence[&(from.clone(), to.clone())]
+                ));
+            }
+        }
+    }
+    described.join("\n")
+}
+
 #[test]
 fn no_import_cycle_between_files() {
     let krate = crate_graph();
     let found = cycles(&krate.edges);
-    let described: Vec<String> = found
-        .iter()
-        .map(|component| {
-            let krate = &krate;
-            let inside: Vec<String> = component
-                .iter()
-                .flat_map(|file| {
-                    krate.edges[file]
-                        .iter()
-                        .filter(|target| component.contains(target))
-                        .map(move |target| {
-                            let evidence = &krate.evidence[&(file.clone(), target.clone())];
-                            format!("    {file} -> {target} ({evidence})")
-                        })
-                })
-                .collect();
-            format!("{}\n{}", component.join(", "), inside.join("\n"))
-        })
-        .collect();
     assert!(
         found.is_empty(),
         "{} import cycle(s) in non-test code:\n{}",
         found.len(),
-        described.join("\n")
+        describe(&found, &krate.edges, &krate.evidence)
     );
 }
 
@@ -519,32 +522,11 @@ fn no_import_cycle_between_packages() {
         }
     }
     let found = cycles(&edges);
-    let (edges, evidence) = (&edges, &evidence);
-    let described: Vec<String> = found
-        .iter()
-        .map(|component| {
-            let inside: Vec<String> = component
-                .iter()
-                .flat_map(|from| {
-                    edges[from]
-                        .iter()
-                        .filter(|to| component.contains(to))
-                        .map(move |to| {
-                            format!(
-                                "    {from} -> {to} ({})",
-                                evidence[&(from.clone(), to.clone())]
-                            )
-                        })
-                })
-                .collect();
-            format!("{}\n{}", component.join(", "), inside.join("\n"))
-        })
-        .collect();
     assert!(
         found.is_empty(),
         "{} import cycle(s) between packages:\n{}",
         found.len(),
-        described.join("\n")
+        describe(&found, &edges, &evidence)
     );
 }
 
