@@ -139,14 +139,14 @@ def compare_cel(case, reference, ours):
     return diffs
 
 
-def shrink_cel(case, still_differs):
-    """Smaller expressions first: each variable dropped, then the
-    expression's bracketed parts tried in its place."""
+def shrink(case, smaller, still_differs):
+    """The case made smaller while it still differs: the first of
+    `smaller(best)` that still differs is kept, until none does."""
     best = case
     changed = True
     while changed:
         changed = False
-        for candidate in smaller_cel(best):
+        for candidate in smaller(best):
             if still_differs(candidate):
                 best, changed = candidate, True
                 break
@@ -198,6 +198,8 @@ def subexpressions(text):
 
 
 def smaller_cel(case):
+    """Smaller CEL cases: the variables dropped, then the expression's
+    bracketed parts tried in its place."""
     if case.get("variables") and "variables." not in case["expression"]:
         yield dict(case, variables=[])
     for part in subexpressions(case["expression"]):
@@ -261,7 +263,7 @@ def run_cel_cases(cases, report):
         if not key.startswith("unexplained"):
             continue
         for case in items[:3]:
-            small = shrink_cel(case, lambda c: run_cel_cases([dict(c, id="shrink")], lambda _: None)["unexplained"] > 0)
+            small = shrink(case, smaller_cel, lambda c: run_cel_cases([dict(c, id="shrink")], lambda _: None)["unexplained"] > 0)
             ref = oracle([dict(small, id="s")])["s"]
             mine = policy_cel([dict(small, id="s")])["s"]
             report(f"          {case['id']}: {small['expression']!r}"
@@ -283,17 +285,6 @@ def smaller_policies(case):
             yield dict(case, policy=policy)
 
 
-def shrink_policy(case, still_differs):
-    best, changed = case, True
-    while changed:
-        changed = False
-        for candidate in smaller_policies(best):
-            if still_differs(candidate):
-                best, changed = candidate, True
-                break
-    return best
-
-
 def report_kinds(kinds, reference_name, report, still_differs):
     """Each kind of difference with its count; three cases of each kind
     nobody has explained, shrunk to the fewest mutations or rules that still
@@ -303,7 +294,7 @@ def report_kinds(kinds, reference_name, report, still_differs):
         if not key.startswith("unexplained"):
             continue
         for case, ref, mine, ref_object, my_object in items[:3]:
-            small = shrink_policy(case, still_differs)
+            small = shrink(case, smaller_policies, still_differs)
             if small is not case:
                 report(f"          {case['id']} shrunk to: {json.dumps(small['policy']['spec'])[:700]}")
             report(f"          {case['id']}: {json.dumps(case['policy']['spec'])[:700]}")
