@@ -240,9 +240,9 @@ pub struct CachedCluster<'c> {
     /// map's first node holds room for eleven `Read`s (over a KiB of a fresh
     /// instance's heap, where each new 4 KiB page is a page fault).
     answers: RefCell<Vec<(Read, SharedAnswer)>>,
-    /// The field masks every Namespace read of this evaluation uses, when
-    /// the settings set them ([`CachedCluster::with_namespace_masks`]).
-    namespace_masks: Option<&'static [&'static str]>,
+    /// The field masks every Namespace read of this evaluation uses
+    /// ([`CachedCluster::with_namespace_masks`]; empty: the whole object).
+    namespace_masks: &'static [&'static str],
 }
 
 /// One read's outcome, shared by everyone who asks for it.
@@ -276,7 +276,7 @@ impl<'c> CachedCluster<'c> {
         CachedCluster {
             inner,
             answers: RefCell::default(),
-            namespace_masks: None,
+            namespace_masks: &[],
         }
     }
 
@@ -284,14 +284,13 @@ impl<'c> CachedCluster<'c> {
     /// settings' policies read of one (`PolicyPlan::namespace_masks`), so
     /// that a ClusterPolicy's and a CEL policy's selectors share one read.
     pub fn with_namespace_masks(mut self, masks: &'static [&'static str]) -> Self {
-        self.namespace_masks = Some(masks);
+        self.namespace_masks = masks;
         self
     }
 
     /// The read of the Namespace `name`, the one path both languages read a
-    /// Namespace through: with the masks the settings set, else `own`, what
-    /// the caller needs of it (empty: the whole object).
-    pub fn namespace_read(&self, name: &str, own: &[&str]) -> Read {
+    /// Namespace through, with the masks the settings set.
+    pub fn namespace_read(&self, name: &str) -> Read {
         Read::Get {
             api_version: "v1".to_string(),
             kind: "Namespace".to_string(),
@@ -299,7 +298,6 @@ impl<'c> CachedCluster<'c> {
             name: name.to_string(),
             field_masks: self
                 .namespace_masks
-                .unwrap_or(own)
                 .iter()
                 .map(|mask| mask.to_string())
                 .collect(),

@@ -186,10 +186,11 @@ impl<'a> Evaluation<'a> {
         let namespace = if name.is_empty() {
             Ok(Value::Null)
         } else {
-            // `namespaceObject` may read any of it.
+            // Whole, as a plan with CEL policies asks for it
+            // (`PolicyPlan::namespace_masks`): `namespaceObject` may read any of it.
             let cluster = self.request.cluster;
             cluster
-                .read_json(&cluster.namespace_read(name, &[]))
+                .read_json(&cluster.namespace_read(name))
                 .map_err(|why| format!("cannot read Namespace {name:?}: {why}"))
         };
         self.namespace = Some(namespace.clone());

@@ -242,9 +242,9 @@ fn resources_match(
         if facts.namespace.is_empty() {
             return Ok(false);
         }
-        // Only the labels are matched.
-        let namespace =
-            cluster.read_var(&cluster.namespace_read(&facts.namespace, &["metadata.labels"]))?;
+        // Only the labels are matched: the plan asks for at least them
+        // (`PolicyPlan::namespace_masks`).
+        let namespace = cluster.read_var(&cluster.namespace_read(&facts.namespace))?;
         let labels = namespace
             .as_object()
             .and_then(|n| n.get("metadata"))
