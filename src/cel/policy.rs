@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::exception;
 use super::library_use::Libraries;
 use super::matching;
-use super::names::{CONTEXT, Names};
+use super::names::Names;
 use super::patchers::Patcher;
 use super::program::{self, Compiled};
 use super::spec::{CelKind, CelSpec, Place};
@@ -58,13 +58,9 @@ pub(super) struct Parsed {
     /// Each expression of [`CelPolicy::sources`], in order, or why it does
     /// not compile.
     expressions: Vec<Result<Rc<Compiled>, String>>,
-    /// Struct types the expressions construct.
-    struct_names: BTreeSet<String>,
-    /// The libraries the expressions may call.
-    libraries: Libraries,
-    /// Which context identifiers the expressions name
-    /// ([`super::names::CONTEXT`]).
-    names_context: [bool; CONTEXT.len()],
+    /// What all of them name: the libraries they may call, the context
+    /// they read, the struct types they construct.
+    names: Names,
 }
 
 /// An expression's path in the settings, written only into a message.
@@ -87,22 +83,16 @@ impl CelPolicy {
             for expression in compiled.iter().flatten() {
                 names.extend(&expression.names);
             }
-            let libraries = names.libraries;
             let expressions = compiled
                 .into_iter()
                 .map(|expression| {
                     expression.map(|mut expression| {
-                        libraries.prepare(&mut expression.expression);
+                        names.libraries.prepare(&mut expression.expression);
                         Rc::new(expression)
                     })
                 })
                 .collect();
-            Parsed {
-                expressions,
-                struct_names: names.structs,
-                libraries,
-                names_context: names.context,
-            }
+            Parsed { expressions, names }
         })
     }
 
@@ -119,27 +109,23 @@ impl CelPolicy {
     /// Readies a parsed expression that is not the policy's own (an
     /// exception's) to run with the policy's libraries.
     pub fn prepare(&self, expression: &mut ::cel::common::ast::IdedExpr) {
-        self.parsed().libraries.prepare(expression);
+        self.parsed().names.libraries.prepare(expression);
     }
 
     /// Struct types the expressions construct (the crate knows only these).
     pub fn struct_names(&self) -> &BTreeSet<String> {
-        &self.parsed().struct_names
+        &self.parsed().names.structs
     }
 
     /// The libraries the expressions may call.
     pub fn libraries(&self) -> Libraries {
-        self.parsed().libraries
+        self.parsed().names.libraries
     }
 
     /// Whether an expression names this context identifier (`request`,
     /// `oldObject`, `params`, `namespaceObject`).
     pub fn mentions(&self, identifier: &str) -> bool {
-        let parsed = self.parsed();
-        CONTEXT
-            .iter()
-            .zip(parsed.names_context)
-            .any(|(context, named)| *context == identifier && named)
+        self.parsed().names.reads(identifier)
     }
 
     /// Every expression with its path in the settings, in evaluation order.
