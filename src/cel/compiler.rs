@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::patchers::{PatchKind, Patcher};
 use ::cel::IdedExpr;
-use ::cel::common::ast::Expr;
+use ::cel::common::ast::{CallExpr, Expr};
 
 use super::ast::children;
 use super::policy::CelPolicy;
@@ -378,7 +378,11 @@ fn check_expressions(policy: &CelPolicy) -> Result<(), String> {
             return Err(format!("{at}: {why}"));
         }
         for (library, why) in UNAVAILABLE {
-            if compiled.libraries.contains(*library) {
+            // `http.Get(...)`, or a global `http(...)`.
+            let calls = first_call(&compiled.expression, &|call| {
+                calls_on(call, library) || (call.target.is_none() && call.func_name == *library)
+            });
+            if calls.is_some() {
                 return Err(format!("{at}: uses `{library}`: {why}"));
             }
         }
@@ -444,24 +448,35 @@ fn check_expressions(policy: &CelPolicy) -> Result<(), String> {
     Ok(())
 }
 
-/// The first function called on the identifier `library` (`image.f(...)`)
-/// that is not one of `allowed`, read from the tree: a field named like the
-/// library (`c.image`) or a name in a string is no call.
-fn call_on_other_than(expr: &IdedExpr, library: &str, allowed: &[&str]) -> Option<String> {
+/// The first call in the tree `wanted` takes.
+fn first_call<'e>(expr: &'e IdedExpr, wanted: &dyn Fn(&CallExpr) -> bool) -> Option<&'e CallExpr> {
     if let Expr::Call(call) = &expr.expr
-        && call
-            .target
-            .as_deref()
-            .is_some_and(|target| matches!(&target.expr, Expr::Ident(name) if name == library))
-        && !allowed.contains(&call.func_name.as_str())
+        && wanted(call)
     {
-        return Some(call.func_name.clone());
+        return Some(call);
     }
     let mut found = None;
     children(expr, &mut |child| {
         if found.is_none() {
-            found = call_on_other_than(child, library, allowed);
+            found = first_call(child, wanted);
         }
     });
     found
+}
+
+/// Whether `call` is made on the identifier `library` (`image.f(...)`): a
+/// field named like the library (`c.image`) or a name in a string is no call.
+fn calls_on(call: &CallExpr, library: &str) -> bool {
+    call.target
+        .as_deref()
+        .is_some_and(|target| matches!(&target.expr, Expr::Ident(name) if name == library))
+}
+
+/// The first function called on the identifier `library` that is not one
+/// of `allowed`.
+fn call_on_other_than(expr: &IdedExpr, library: &str, allowed: &[&str]) -> Option<String> {
+    first_call(expr, &|call| {
+        calls_on(call, library) && !allowed.contains(&call.func_name.as_str())
+    })
+    .map(|call| call.func_name.clone())
 }

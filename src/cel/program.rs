@@ -61,9 +61,6 @@ pub struct Compiled {
     pub identifiers: BTreeSet<String>,
     /// How it uses what `resource.Get` reads, for the host's field masks.
     pub uses: ReadUses,
-    /// Libraries it calls into: the identifier a call is made on
-    /// (`http.Get(...)`: `http`), and global functions (`image(...)`).
-    pub libraries: BTreeSet<String>,
     /// What it names as written, before macros are expanded.
     pub names: Names,
 }
@@ -230,14 +227,12 @@ pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, 
         variables: BTreeSet::new(),
         identifiers: BTreeSet::new(),
         uses: ReadUses::default(),
-        libraries: BTreeSet::new(),
         names,
     };
     let mut reads = Reads {
         variables: &mut compiled.variables,
         identifiers: &mut compiled.identifiers,
         uses: &mut compiled.uses,
-        libraries: &mut compiled.libraries,
     };
     reads.walk(&compiled.expression, 0);
     Ok(compiled)
@@ -308,7 +303,6 @@ struct Reads<'r> {
     variables: &'r mut BTreeSet<String>,
     identifiers: &'r mut BTreeSet<String>,
     uses: &'r mut ReadUses,
-    libraries: &'r mut BTreeSet<String>,
 }
 
 /// `resource.Get(...)` (or `get`).
@@ -372,23 +366,11 @@ impl Reads<'_> {
                 self.uses.whole = true;
             }
         }
-        match &expr.expr {
-            Expr::Ident(name) => {
-                if name == "variables" {
-                    self.uses.whole = true;
-                }
-                self.identifiers.insert(name.clone());
+        if let Expr::Ident(name) = &expr.expr {
+            if name == "variables" {
+                self.uses.whole = true;
             }
-            Expr::Call(call) => match call.target.as_deref().map(|t| &t.expr) {
-                Some(Expr::Ident(name)) => {
-                    self.libraries.insert(name.clone());
-                }
-                None => {
-                    self.libraries.insert(call.func_name.clone());
-                }
-                Some(_) => {}
-            },
-            _ => {}
+            self.identifiers.insert(name.clone());
         }
         children(expr, &mut |child| self.walk(child, depth));
     }
