@@ -3,9 +3,6 @@
 //! Everything that can be wrong with settings is found at load time, with
 //! the field path in the message.
 
-pub use crate::autogen::{AUTOGEN_ANNOTATION, AUTOGEN_DEFAULT, Autogen};
-pub use crate::policy_options::{Checks, FailurePolicy};
-
 pub mod compile;
 mod copy;
 mod documents;
@@ -19,6 +16,8 @@ pub use schema::*;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::autogen::Autogen;
+    use crate::policy_options::FailurePolicy;
 
     fn load_str(s: &str) -> Result<PolicyPlan, String> {
         load(s.as_bytes())
