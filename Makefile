@@ -11,7 +11,7 @@ SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
 # Publishing coordinates: release.env (see there).
-.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test cluster-bench differential
+.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test cluster-bench differential k8s-patch-tables
 
 all: policy.wasm
 
@@ -58,7 +58,7 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 demo: policy.wasm
 	$(CARGO) run --quiet -p policy-host --profile demo --bin demo -- policy.wasm test_data/binding.json test_data/node-1.json '{}'
 
-test: fmt-check lint workflow-lint unit-tests e2e-tests oci-test differential cluster-test
+test: fmt-check lint workflow-lint unit-tests k8s-patch-tables e2e-tests oci-test differential cluster-test
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -78,6 +78,19 @@ workflow-lint:
 
 unit-tests:
 	$(CARGO) test --locked -p node-metadata-policy
+
+# kubernetes/apiserver's own table tests of MutatingAdmissionPolicy patches
+# (pkg/admission/plugin/policy/mutating/patch), read by running them from the
+# module e2e-tests/cluster/go.mod requires (e2e-tests/cluster/patchtables),
+# through this policy's patchers against the tables' expected objects and
+# errors (src/cel/patch_conformance.rs). SKIPPED without Go.
+k8s-patch-tables:
+	@if ! command -v go >/dev/null; then \
+		echo "Kubernetes' patch tables: SKIPPED (go is not installed)"; exit 0; fi; \
+	(cd e2e-tests/cluster && go run ./patchtables -out "$(abspath $(TARGET_DIR))/k8s-patch-tables.json") && \
+	K8S_PATCH_CASES="$(abspath $(TARGET_DIR))/k8s-patch-tables.json" $(CARGO) test --locked -p node-metadata-policy \
+		--lib patch_conformance -- --ignored --nocapture 2>&1 | grep -E '^(ON PURPOSE|FAIL|wanted|got|[0-9]+ cases|test result)'; \
+	test "$${PIPESTATUS[0]}" -eq 0
 
 e2e-tests: policy.wasm
 	POLICY_WASM=$(CURDIR)/policy.wasm $(CARGO) test --locked -p policy-host --profile host

@@ -512,7 +512,7 @@ def main():
         for component, version in versions.items():
             print(f"{component:24} {version}")
         cluster.start()
-        positive = run_positive(cluster, checks, args.replicas, map_judge.Judge(cluster)) or []
+        positive = run_positive(cluster, checks, args.replicas, map_judge.Judge(cluster, POLICY)) or []
         run_faults(cluster, checks, positive, report)
     except KeyboardInterrupt:
         print("interrupted")

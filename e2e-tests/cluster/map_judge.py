@@ -7,17 +7,20 @@ second namespace. The same Pod is created in both; the objects the API server
 stores (or its refusals) are compared.
 
 The cases: every MutatingAdmissionPolicy of the e2e cases that loads, the
-parameters example of docs/cel.md, and cases written here over Pods and
-Bindings (ApplyConfiguration merges of maps and associative lists, atomic
-fields, JSONPatch operations, escapes, failed tests, match conditions,
-failurePolicy).
+parameters example of docs/cel.md, cases written here over Pods and Bindings
+(ApplyConfiguration merges of maps and associative lists, atomic fields,
+JSONPatch operations, escapes, failed tests, match conditions,
+failurePolicy), and the inputs of kubernetes/apiserver's own patch tables
+(patchtables/) over Deployments, created as dry runs.
 """
 import copy
 import json
 import os
 import re
 import subprocess
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import cluster as clusters
 import control_plane
@@ -163,6 +166,53 @@ def document_cases():
     ]
 
 
+DEPLOYMENTS = [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                "resources": ["deployments"]}]
+
+
+def kubernetes_table_cases():
+    """kubernetes/apiserver's patch tables (TestJSONPatch, TestApplyConfiguration),
+    read by patchtables/ from the module go.mod requires: each expression as a
+    MutatingAdmissionPolicy over Deployments, its object completed into one the
+    API server validates (a name, a selector, a container with an image). The
+    tables' expected objects are checked in-process by `make k8s-patch-tables`;
+    here the API server's own result is the judge."""
+    with tempfile.TemporaryDirectory() as work:
+        out = os.path.join(work, "cases.json")
+        subprocess.run(["go", "run", "./patchtables", "-out", out], cwd=clusters.HERE, check=True)
+        with open(out) as f:
+            cases = json.load(f)
+    found = []
+    for case in cases:
+        mutation = (json_patch if case["patchType"] == "JSONPatch" else apply_configuration)(case["expression"])
+        stem = case["file"].removesuffix("_test.go").replace("_", "-")
+        found.append((f"k8s-{stem}: {case['name']}", document("c", DEPLOYMENTS, [mutation]),
+                      ("deployment", valid_deployment(case["object"]))))
+    return found
+
+
+def valid_deployment(obj):
+    """The Deployment with what validation requires and the tables leave out;
+    every field the tables set is kept."""
+    d = copy.deepcopy(obj)
+    d.pop("status", None)
+    d.update(apiVersion="apps/v1", kind="Deployment")
+    d["metadata"] = dict(d.get("metadata") or {}, name="judge")
+    spec = d.setdefault("spec", {})
+    if not spec.get("selector"):
+        spec["selector"] = {"matchLabels": {"app": "judge"}}
+    template = spec.setdefault("template", {})
+    template["metadata"] = template.get("metadata") or {}
+    template["metadata"]["labels"] = dict(template["metadata"].get("labels") or {},
+                                          **spec["selector"].get("matchLabels", {}))
+    pod_spec = template["spec"] = template.get("spec") or {}
+    if not pod_spec.get("containers"):
+        pod_spec["containers"] = [{"name": "app"}]
+    for container in pod_spec["containers"] + (pod_spec.get("initContainers") or []):
+        container.setdefault("image", "registry.example.com/app:1")
+    return d
+
+
 def kwctl_loads(policy, settings):
     """None when the module loads `settings`, else kwctl's refusal."""
     out = subprocess.run(
@@ -207,13 +257,18 @@ def normalized(pod):
 
 
 class Judge:
-    def __init__(self, cluster):
+    def __init__(self, cluster, policy):
         self.cluster = cluster
         self.cases = []
-        for name, doc, workload in e2e_cases() + written_cases():
+        for name, doc, workload in e2e_cases() + written_cases() + kubernetes_table_cases():
             self.cases.append((name, doc, workload, None))
         self.cases.append(docs_params_case())
         self.refused = {}  # case index -> the API server's refusal of the document
+        # Case index -> this policy's refusal of the document as settings,
+        # from kwctl: such a policy would keep policy-server from starting.
+        with ThreadPoolExecutor(4) as pool:
+            loads = list(pool.map(lambda case: kwctl_loads(policy, case[1]), self.cases))
+        self.ours_refused = {i: why for i, why in enumerate(loads) if why}
 
     def namespaces(self, index):
         return f"map-k8s-{index}", f"map-ours-{index}"
@@ -223,6 +278,8 @@ class Judge:
         from cluster_test import policy_for
         found = []
         for i, (name, doc, workload, params) in enumerate(self.cases):
+            if i in self.ours_refused:
+                continue
             settings = copy.deepcopy(doc)
             if params:
                 settings["params"] = params
@@ -257,7 +314,15 @@ class Judge:
             admin.apply(binding)
 
     def run_one(self, namespace, workload):
-        """What the API server keeps of the Pod: ('stored', pod) or ('refused', message)."""
+        """What the API server keeps of the Pod (or Deployment, as a dry run):
+        ('stored', object) or ('refused', message)."""
+        if isinstance(workload, tuple):
+            _, deployment = workload
+            try:
+                return "stored", self.cluster.admin.create(
+                    f"/apis/apps/v1/namespaces/{namespace}/deployments?dryRun=All", deployment)
+            except control_plane.ApiError as e:
+                return "refused", refusal(e)
         spec = clusters.pod_spec()
         if workload == "placed":
             spec["nodeName"] = "node-1"
@@ -269,10 +334,7 @@ class Judge:
         try:
             created = self.cluster.admin.create(f"/api/v1/namespaces/{namespace}/pods", body)
         except control_plane.ApiError as e:
-            try:
-                return "refused", json.loads(e.body).get("message", e.body)
-            except ValueError:
-                return "refused", e.body
+            return "refused", refusal(e)
         if workload != "binding":
             return "stored", created
         deadline = time.time() + 15
@@ -287,30 +349,61 @@ class Judge:
 
     def run(self, checks):
         differences = []
+        tally = {}
         for i, (name, doc, workload, params) in enumerate(self.cases):
             k8s_ns, ours_ns = self.namespaces(i)
-            if i in self.refused:
-                detail = f"the API server refuses the document ({self.refused[i]}); this policy loads it"
-                print(f"      {name}: {detail}")
-                differences.append((name, detail))
-                checks.check(f"MutatingAdmissionPolicy judge: {name} ({workload})", False, detail)
-                continue
-            k8s_outcome, k8s_value = self.run_one(k8s_ns, workload)
-            ours_outcome, ours_value = self.run_one(ours_ns, workload)
-            if k8s_outcome == "stored" and ours_outcome == "stored":
-                a, b = normalized(k8s_value), normalized(ours_value)
-                same = a == b
-                detail = "" if same else f"Kubernetes {json.dumps(diff(a, b))}"
+            kind = workload[0] if isinstance(workload, tuple) else workload
+            title = f"MutatingAdmissionPolicy judge: {name} ({kind})"
+            if i in self.refused or i in self.ours_refused:
+                same, explained, detail = self.judge_refusal(i, workload)
+                outcome = "explained" if explained else "refused alike" if same else "differ"
             else:
-                same = k8s_outcome == ours_outcome
-                detail = (f"Kubernetes {k8s_outcome}: {str(k8s_value)[:300]} | this policy {ours_outcome}: "
-                          f"{str(ours_value)[:300]}")
-            print(f"      {name}: Kubernetes {k8s_outcome}, this policy {ours_outcome}"
-                  + (f" ({detail})" if not same or k8s_outcome != "stored" else ""))
+                same, detail, outcome = self.judge_admission(k8s_ns, ours_ns, workload)
+            print(f"      {name}: {detail}")
+            tally[outcome] = tally.get(outcome, 0) + 1
             if not same:
                 differences.append((name, detail))
-            checks.check(f"MutatingAdmissionPolicy judge: {name} ({workload})", same, detail)
+            checks.check(title, same, detail)
+        print(f"      {len(self.cases)} cases: " + ", ".join(f"{n} {what}" for what, n in sorted(tally.items())))
         return differences
+
+    def judge_refusal(self, i, workload):
+        """A document refused by either side: (same, explained, detail). The
+        API server creating a policy this policy refuses at load is the
+        difference docs/cel.md explains ("Refused at load where kube-apiserver
+        refuses at admission") when every request it matches is refused."""
+        k8s_doc = (f"refuses the document: {self.refused[i][:300]}" if i in self.refused
+                   else "accepts the document")
+        ours = (f"refuses it at load: {self.ours_refused[i][:300]}" if i in self.ours_refused else "loads it")
+        detail = f"the API server {k8s_doc} | this policy {ours}"
+        if i in self.refused:
+            return i in self.ours_refused, False, detail
+        k8s_outcome, k8s_value = self.run_one(self.namespaces(i)[0], workload)
+        detail += f" | at admission the API server {k8s_outcome}: {str(k8s_value)[:300]}"
+        explained = k8s_outcome == "refused"
+        return explained, explained, ("explained (docs/cel.md): " if explained else "") + detail
+
+    def judge_admission(self, k8s_ns, ours_ns, workload):
+        """Both sides took the document: (same, detail, outcome) of the same object."""
+        k8s_outcome, k8s_value = self.run_one(k8s_ns, workload)
+        ours_outcome, ours_value = self.run_one(ours_ns, workload)
+        if k8s_outcome == "stored" and ours_outcome == "stored":
+            a, b = normalized(k8s_value), normalized(ours_value)
+            same = a == b
+            detail = "stored alike" if same else f"stored, but Kubernetes {json.dumps(diff(a, b))}"
+            return same, detail, "stored alike" if same else "differ"
+        same = k8s_outcome == ours_outcome
+        detail = (f"Kubernetes {k8s_outcome}: {str(k8s_value)[:300]} | this policy {ours_outcome}: "
+                  f"{str(ours_value)[:300]}")
+        return same, detail, f"{k8s_outcome} alike" if same else "differ"
+
+
+def refusal(error):
+    """The API server's message in a refusal."""
+    try:
+        return json.loads(error.body).get("message", error.body)
+    except ValueError:
+        return error.body
 
 
 def diff(a, b, path=""):
