@@ -11,7 +11,7 @@ SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
 # Publishing coordinates: release.env (see there).
-.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test cluster-bench differential k8s-patch-tables
+.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test kubelet-test cluster-bench differential k8s-patch-tables
 
 all: policy.wasm
 
@@ -122,6 +122,19 @@ cluster-test:
 		echo "cluster test: SKIPPED (go, kwctl and policy-server are needed on PATH)"; exit 0; fi; \
 	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm && \
 	python3 e2e-tests/cluster/cluster_test.py --policy annotated-policy.wasm $(CLUSTER_ARGS)
+
+# The whole path to a container: the control plane above with one kubelet
+# (built from the same module, e2e-tests/cluster/build-kubelet.sh), Debian's
+# containerd and runc, and an image made here; a Pod's container prints the
+# zone the policy put on it, read from its log (e2e-tests/cluster/kubelet_test.py).
+# Needs root. Not in make test. KUBELET_ARGS: e.g. --keep.
+kubelet-test:
+	@for tool in go kwctl policy-server containerd runc ctr; do command -v $$tool >/dev/null || { \
+		echo "kubelet test: SKIPPED ($$tool is not on PATH; Debian: apt-get install containerd runc busybox-static)"; \
+		exit 0; }; done; \
+	if [ "$$(id -u)" != 0 ]; then echo "kubelet test: SKIPPED (containerd and kubelet need root)"; exit 0; fi; \
+	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm && \
+	python3 e2e-tests/cluster/kubelet_test.py --policy annotated-policy.wasm $(KUBELET_ARGS)
 
 # Scheduling with the policy: 1,000 Pods at once over 100 Nodes through the
 # real scheduler, with no webhook, the floor policy, the default settings,

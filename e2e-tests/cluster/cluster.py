@@ -35,7 +35,7 @@ def e2e_case(name):
 class Cluster:
     def __init__(self, work, node_count=4, scheduler_qps=None, node_list=None, apiserver_args=()):
         """`node_list`: the Nodes to register instead of the fixture's
-        `node_count`; `apiserver_args`: more kube-apiserver flags."""
+        `node_count` (none when empty); `apiserver_args`: more kube-apiserver flags."""
         self.work = work
         self.scheduler_qps = scheduler_qps
         self.plane = control_plane.ControlPlane(control_plane.build_binaries(), work)
@@ -53,7 +53,7 @@ class Cluster:
         self.plane.start(scheduler_qps=self.scheduler_qps, apiserver_args=self.apiserver_args)
         self.admin = self.plane.admin
         self.nodes = {}
-        for node in self.node_list or nodes.fixture_nodes(self.node_count):
+        for node in self.node_list if self.node_list is not None else nodes.fixture_nodes(self.node_count):
             created = nodes.register(self.admin, node)
             self.nodes[created["metadata"]["name"]] = created
         # policy-server's identity: the ServiceAccount examples/rbac.yaml binds,

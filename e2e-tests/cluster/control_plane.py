@@ -49,13 +49,15 @@ class Pki:
     def _openssl(self, *args):
         subprocess.run(["openssl", *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-    def issue(self, name, subject, server=False):
-        """(cert, key) for a client (subject /CN=user/O=group) or a loopback server."""
+    def issue(self, name, subject, server=False, ips=()):
+        """(cert, key) for a client (subject /CN=user/O=group) or a server on
+        loopback and on `ips`."""
         cert, key, csr = (os.path.join(self.folder, f"{name}.{ext}") for ext in ("crt", "key", "csr"))
         ext = os.path.join(self.folder, f"{name}.ext")
         with open(ext, "w") as f:
             if server:
-                f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+                names = ",".join(["IP:127.0.0.1", "DNS:localhost", *(f"IP:{ip}" for ip in ips)])
+                f.write(f"subjectAltName={names}\nextendedKeyUsage=serverAuth\n")
             else:
                 f.write("extendedKeyUsage=clientAuth\n")
         self._openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
