@@ -58,7 +58,7 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 demo: policy.wasm
 	$(CARGO) run --quiet -p policy-host --profile demo --bin demo -- policy.wasm test_data/binding.json test_data/node-1.json '{}'
 
-test: fmt-check lint workflow-lint unit-tests k8s-patch-tables e2e-tests oci-test differential cluster-test
+test: fmt-check lint workflow-lint unit-tests k8s-patch-tables e2e-tests oci-test differential cluster-test kubelet-test
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -127,7 +127,8 @@ cluster-test:
 # (built from the same module, e2e-tests/cluster/build-kubelet.sh), Debian's
 # containerd and runc, and an image made here; a Pod's container prints the
 # zone the policy put on it, read from its log (e2e-tests/cluster/kubelet_test.py).
-# Needs root. Not in make test. KUBELET_ARGS: e.g. --keep.
+# Needs root; SKIPPED otherwise, and without Go, kwctl, policy-server,
+# containerd, runc or ctr (.ci/run installs Debian's). KUBELET_ARGS: e.g. --keep.
 kubelet-test:
 	@for tool in go kwctl policy-server containerd runc ctr; do command -v $$tool >/dev/null || { \
 		echo "kubelet test: SKIPPED ($$tool is not on PATH; Debian: apt-get install containerd runc busybox-static)"; \
