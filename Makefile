@@ -106,7 +106,7 @@ oci-test:
 	python3 e2e-tests/oci/round_trip.py annotated-policy.wasm
 
 # The reference control plane (kube-apiserver, kube-scheduler,
-# kube-controller-manager 1.37 and etcd 3.7) from the Go module proxy,
+# kube-controller-manager 1.37 and etcd 3.7) and kubelet from the Go module proxy,
 # built once per machine into ~/.cache/node-metadata-policy (e2e-tests/cluster/build.sh).
 cluster-bin:
 	@command -v go >/dev/null || { echo "cluster binaries: SKIPPED (go is not installed)"; exit 0; }; \
@@ -124,7 +124,7 @@ cluster-test:
 	python3 e2e-tests/cluster/cluster_test.py --policy annotated-policy.wasm $(CLUSTER_ARGS)
 
 # The whole path to a container: the control plane above with one kubelet
-# (built from the same module, e2e-tests/cluster/build-kubelet.sh), Debian's
+# (built with it by e2e-tests/cluster/build.sh), Debian's
 # containerd and runc, and an image made here; a Pod's container prints the
 # zone the policy put on it, read from its log (e2e-tests/cluster/kubelet_test.py).
 # Needs root; SKIPPED otherwise, and without Go, kwctl, policy-server,

@@ -1,8 +1,9 @@
 // The reference control plane of `make cluster-test`: kube-apiserver,
 // kube-scheduler and kube-controller-manager from k8s.io/kubernetes, and etcd
-// (./etcd). Requires and replaces only: Kubernetes' own go.mod points each
-// staging module at its source tree, so a module outside Kubernetes replaces
-// each with the published version of the same minor.
+// (./etcd); kubelet too, for `make kubelet-test`. Requires and replaces only:
+// Kubernetes' own go.mod points each staging module at its source tree, so a
+// module outside Kubernetes replaces each with the published version of the
+// same minor.
 module github.com/node-metadata-policy/cluster
 
 go 1.26.0

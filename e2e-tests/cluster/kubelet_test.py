@@ -1,7 +1,7 @@
 """`make kubelet-test`: the policy's whole path, to a running container. The
 control plane of `make cluster-test` with policy-server as the webhook
-(default settings) and one real Node: kubelet (built from the same module,
-build-kubelet.sh) with Debian's containerd and runc, running an image made
+(default settings) and one real Node: kubelet (built with the control plane
+by build.sh) with Debian's containerd and runc, running an image made
 here (oci_image.py: busybox-static, imported with `ctr`, no registry). A Pod
 whose container echoes its zone from the downward API
 (`metadata.annotations['topology.kubernetes.io/zone']`, which only the policy
@@ -77,10 +77,9 @@ class Node:
     """containerd and kubelet in `work`, registering the Node NODE with the
     API server as system:node:NODE."""
 
-    def __init__(self, work, plane, kubelet_bin):
+    def __init__(self, work, plane):
         self.work = work
         self.plane = plane
-        self.kubelet_bin = kubelet_bin
         self.processes = []
         self.containerd = self.kubelet = None
         self.logs = {}
@@ -177,7 +176,7 @@ state = "{state}/state"
         with open(config_path, "w") as f:
             json.dump(config, f)
         self.kubelet = self._start("kubelet", [
-            os.path.join(self.kubelet_bin, "kubelet"), "--config", config_path, "--kubeconfig", kubeconfig,
+            self.plane.binary("kubelet"), "--config", config_path, "--kubeconfig", kubeconfig,
             "--root-dir", root, "--hostname-override", NODE, "--node-ip", self.ip,
             "--node-labels", f"{ZONE}={NODE_ZONE},{REGION}={NODE_REGION}", "--v=1"])
 
@@ -268,7 +267,7 @@ def zone_pod():
 
 
 def run(cluster, node, policy):
-    print(f"{'kubelet':24} {control_plane.version_of(os.path.join(node.kubelet_bin, 'kubelet'), '--version')}")
+    print(f"{'kubelet':24} {control_plane.version_of(cluster.plane.binary('kubelet'), '--version')}")
     print(f"{'containerd':24} {control_plane.version_of('containerd', '--version')}")
     print(f"{'runc':24} {control_plane.version_of('runc', '--version')}")
     started = time.time()
@@ -315,14 +314,11 @@ def main():
     if why:
         print(f"kubelet test: SKIPPED ({why})")
         return 0
-    kubelet_bin = subprocess.run([os.path.join(HERE, "build-kubelet.sh")], check=True, stdout=subprocess.PIPE,
-                                 text=True).stdout.strip().splitlines()[-1]
-
     started = time.time()
     work = tempfile.mkdtemp(prefix="kubelet-test-")
     # No fixture Nodes: the kubelet's Node is the only one, so the scheduler picks it.
     cluster = clusters.Cluster(work, node_list=[])
-    node = Node(work, cluster.plane, kubelet_bin)
+    node = Node(work, cluster.plane)
     cluster.apiserver_args = node.apiserver_args()
     ok = False
     # Ctrl-C and SIGTERM stop every process through the finally below.
