@@ -256,6 +256,16 @@ def normalized(pod):
     return {"metadata": meta, "spec": json.loads(text)}
 
 
+def our_settings(case):
+    """This policy's settings for a case: the document, with the parameters
+    inline where Kubernetes reads them through the binding's paramRef."""
+    _, doc, _, params = case
+    settings = copy.deepcopy(doc)
+    if params:
+        settings["params"] = params
+    return settings
+
+
 class Judge:
     def __init__(self, cluster, policy):
         self.cluster = cluster
@@ -267,7 +277,7 @@ class Judge:
         # Case index -> this policy's refusal of the document as settings,
         # from kwctl: such a policy would keep policy-server from starting.
         with ThreadPoolExecutor(4) as pool:
-            loads = list(pool.map(lambda case: kwctl_loads(policy, case[1]), self.cases))
+            loads = list(pool.map(lambda case: kwctl_loads(policy, our_settings(case)), self.cases))
         self.ours_refused = {i: why for i, why in enumerate(loads) if why}
 
     def namespaces(self, index):
@@ -277,14 +287,11 @@ class Judge:
         """This policy's side: a ClusterAdmissionPolicy per case."""
         from cluster_test import policy_for
         found = []
-        for i, (name, doc, workload, params) in enumerate(self.cases):
+        for i, case in enumerate(self.cases):
             if i in self.ours_refused:
                 continue
-            settings = copy.deepcopy(doc)
-            if params:
-                settings["params"] = params
-            rules = doc["spec"]["matchConstraints"]["resourceRules"]
-            found.append(policy_for(f"judge-{i}", settings, self.namespaces(i)[1], rules=rules))
+            rules = case[1]["spec"]["matchConstraints"]["resourceRules"]
+            found.append(policy_for(f"judge-{i}", our_settings(case), self.namespaces(i)[1], rules=rules))
         return found
 
     def install(self):
