@@ -15,61 +15,84 @@ pub enum Role {
     Global,
 }
 
-/// The libraries an environment is given. Building an environment is most
-/// of what a small policy costs per request (policy-server starts every
-/// evaluation afresh): the standard library alone is ~19 µs natively, the
-/// strings, lists and math extensions another ~45 µs. So each is added only
-/// when a policy's expressions name one of its functions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Libraries {
-    pub strings: bool,
-    pub lists: bool,
-    pub math: bool,
-    pub jsonpatch: bool,
-    pub regex: bool,
-    pub resource: bool,
+/// Declares [`Libraries`], one flag a library, with [`Libraries::every`]
+/// and [`Libraries::union`] over the same list of fields.
+macro_rules! libraries {
+    ($($(#[$doc:meta])* $field:ident,)*) => {
+        /// The libraries an environment is given. Building an environment is most
+        /// of what a small policy costs per request (policy-server starts every
+        /// evaluation afresh): the standard library alone is ~19 µs natively, the
+        /// strings, lists and math extensions another ~45 µs. So each is added only
+        /// when a policy's expressions name one of its functions.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct Libraries {
+            $($(#[$doc])* pub $field: bool,)*
+        }
+
+        impl Libraries {
+            /// Every library: the environment load-time checks ask whether a
+            /// function is declared (see [`super::type_check`]).
+            pub fn every() -> Libraries {
+                Libraries { $($field: true,)* }
+            }
+
+            /// Both sets of libraries.
+            pub fn union(self, other: Libraries) -> Libraries {
+                Libraries { $($field: self.$field || other.$field,)* }
+            }
+        }
+    };
+}
+
+libraries! {
+    strings,
+    lists,
+    math,
+    jsonpatch,
+    regex,
+    resource,
     /// Kubernetes' lists library (`indexOf`, `lastIndexOf` on lists).
-    pub kubernetes_lists: bool,
+    kubernetes_lists,
     /// Kyverno's `image` library (see [`libraries::image`]).
-    pub image: bool,
+    image,
     /// The `regex.` namespace (see [`libraries::regex`]).
-    pub regex_namespace: bool,
+    regex_namespace,
     /// Kyverno's `json`, `yaml` and `user` libraries (see [`libraries::data`]).
-    pub json: bool,
-    pub yaml: bool,
-    pub user: bool,
+    json,
+    yaml,
+    user,
     /// Kubernetes' quantity and semver libraries (see [`libraries::quantity`],
     /// [`libraries::semver`]).
-    pub quantity: bool,
-    pub semver: bool,
+    quantity,
+    semver,
     /// Kubernetes' `isSorted`, `sum`, `min`, `max`, `includes` (see
     /// [`libraries::lists`]).
-    pub list_functions: bool,
+    list_functions,
     /// cel-go's sets extension (see [`libraries::lists`]).
-    pub sets: bool,
+    sets,
     /// Kubernetes' IP and CIDR libraries (see [`libraries::ip`]).
-    pub ip: bool,
+    ip,
     /// Kyverno's `imagedata` library (`image.GetMetadata`, see
     /// [`ImageDataLibrary`]).
-    pub imagedata: bool,
+    imagedata,
     /// What two-variable comprehensions call (see
     /// [`comprehensions`](super::comprehensions)).
-    pub comprehensions: bool,
+    comprehensions,
     /// Kubernetes' `authorizer` (see [`libraries::authorizer`]).
-    pub authorizer: bool,
+    authorizer,
     /// Kyverno's `hash` library (see [`libraries::hash`]).
-    pub hash: bool,
+    hash,
     /// Kubernetes' URL and format libraries (see [`libraries::url`],
     /// [`libraries::format`]).
-    pub url: bool,
-    pub format: bool,
+    url,
+    format,
     /// Kyverno's `gzip` library (see [`libraries::gzip`]) and cel-go's
     /// `base64` encoders the `cel` crate has.
-    pub gzip: bool,
-    pub base64: bool,
+    gzip,
+    base64,
     /// Timestamps, durations and Kyverno's `time` library (see
     /// [`libraries::time`]).
-    pub time: bool,
+    time,
 }
 
 /// The functions of the crate's strings and lists extensions.
@@ -93,39 +116,6 @@ const LISTS: &[&str] = &[
 ];
 
 impl Libraries {
-    /// Every library: the environment load-time checks ask whether a
-    /// function is declared (see [`super::type_check`]).
-    pub fn every() -> Libraries {
-        Libraries {
-            strings: true,
-            lists: true,
-            math: true,
-            jsonpatch: true,
-            regex: true,
-            resource: true,
-            kubernetes_lists: true,
-            image: true,
-            regex_namespace: true,
-            json: true,
-            yaml: true,
-            user: true,
-            quantity: true,
-            semver: true,
-            list_functions: true,
-            sets: true,
-            ip: true,
-            imagedata: true,
-            comprehensions: true,
-            authorizer: true,
-            hash: true,
-            url: true,
-            format: true,
-            gzip: true,
-            base64: true,
-            time: true,
-        }
-    }
-
     /// Readies a parsed expression to run in an environment with these
     /// libraries: `string(double)` as cel-go writes it, and, where the
     /// policy uses time, the operators over timestamps and durations, which
@@ -186,39 +176,6 @@ impl Libraries {
         self.lists |= LISTS.contains(&name);
         self.comprehensions |= function && super::comprehensions::named(name);
         self.time |= names_time(name);
-    }
-
-    /// Both sets of libraries.
-    pub fn union(self, other: Libraries) -> Libraries {
-        let every = |a: bool, b: bool| a || b;
-        Libraries {
-            strings: every(self.strings, other.strings),
-            lists: every(self.lists, other.lists),
-            math: every(self.math, other.math),
-            jsonpatch: every(self.jsonpatch, other.jsonpatch),
-            regex: every(self.regex, other.regex),
-            resource: every(self.resource, other.resource),
-            kubernetes_lists: every(self.kubernetes_lists, other.kubernetes_lists),
-            image: every(self.image, other.image),
-            regex_namespace: every(self.regex_namespace, other.regex_namespace),
-            json: every(self.json, other.json),
-            yaml: every(self.yaml, other.yaml),
-            user: every(self.user, other.user),
-            quantity: every(self.quantity, other.quantity),
-            semver: every(self.semver, other.semver),
-            list_functions: every(self.list_functions, other.list_functions),
-            sets: every(self.sets, other.sets),
-            ip: every(self.ip, other.ip),
-            imagedata: every(self.imagedata, other.imagedata),
-            comprehensions: every(self.comprehensions, other.comprehensions),
-            authorizer: every(self.authorizer, other.authorizer),
-            hash: every(self.hash, other.hash),
-            url: every(self.url, other.url),
-            format: every(self.format, other.format),
-            gzip: every(self.gzip, other.gzip),
-            base64: every(self.base64, other.base64),
-            time: every(self.time, other.time),
-        }
     }
 }
 
