@@ -36,9 +36,10 @@ macro_rules! libraries {
                 Libraries { $($field: true,)* }
             }
 
-            /// Both sets of libraries.
+            /// Both sets of libraries (`|`, without branches: `||` puts 78 bytes
+            /// more in the module).
             pub fn union(self, other: Libraries) -> Libraries {
-                Libraries { $($field: self.$field || other.$field,)* }
+                Libraries { $($field: self.$field | other.$field,)* }
             }
         }
     };
