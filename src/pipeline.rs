@@ -82,6 +82,46 @@ pub struct Outcome<'a> {
     pub audit_annotations: Vec<(String, String)>,
 }
 
+/// A Kyverno policy's rules apply together, as Kyverno's webhook applies
+/// them: when one fails under `Ignore`, the changes of the policy's rules
+/// before it are dropped and the rules after it do not run. `before` is the
+/// object as the policy found it, kept while a policy of more than one rule
+/// runs (a rule that fails leaves the object as it was, so one rule needs
+/// no copy).
+struct PolicyRun<'p> {
+    group: &'p RuleGroup,
+    before: Option<(Value, bool)>,
+    failed: bool,
+}
+
+impl<'p> PolicyRun<'p> {
+    fn start(group: &'p RuleGroup, outcome: &mut Outcome) -> Self {
+        let changed = outcome.changed;
+        let before = match outcome.object.as_mut() {
+            Some(object) if group.count > 1 => {
+                object.whole().ok().map(|object| (object.clone(), changed))
+            }
+            _ => None,
+        };
+        PolicyRun {
+            group,
+            before,
+            failed: false,
+        }
+    }
+
+    /// A rule failed under `Ignore`: the policy's changes go.
+    fn drop_changes(&mut self, outcome: &mut Outcome) {
+        self.failed = true;
+        if let Some((object, changed)) = self.before.take() {
+            if let Some(current) = outcome.object.as_mut().and_then(|o| o.whole().ok()) {
+                *current = object;
+            }
+            outcome.changed = changed;
+        }
+    }
+}
+
 /// What the rules read, prepared once, when the first rule runs.
 struct RuleInputs<'s> {
     request: Rcvar,
@@ -130,6 +170,7 @@ impl<'a> Pipeline<'a> {
         let cluster =
             CachedCluster::new(self.cluster).with_namespace_masks(self.plan.namespace_masks());
         let mut inputs: Option<RuleInputs> = None;
+        let mut policy_run: Option<PolicyRun> = None;
         let mut cel_inputs: Option<CelInputs> = None;
         // One decoding of the request's facts, whichever language runs first.
         let facts: OnceCell<Rc<RequestFacts>> = OnceCell::new();
@@ -166,6 +207,15 @@ impl<'a> Pipeline<'a> {
                         // Nothing to mutate (DELETE, CONNECT) or no request data.
                         break;
                     };
+                    let run = match policy_run.take() {
+                        Some(run) if std::ptr::eq(run.group, group) => run,
+                        _ => PolicyRun::start(group, &mut outcome),
+                    };
+                    let failed = run.failed;
+                    policy_run = Some(run);
+                    if failed {
+                        continue;
+                    }
                     self.rule(rule, group, ready, &mut outcome, &cluster)
                 }
                 Step::Cel(policy, _) => {
@@ -184,13 +234,33 @@ impl<'a> Pipeline<'a> {
                     outcome.rejection = Some(message);
                     return outcome;
                 }
-                Err(StepError::Failed { message, ignored }) => match failure_policy {
-                    FailurePolicy::Fail => {
-                        outcome.rejection = Some(message);
-                        return outcome;
+                Err(StepError::Failed { message, ignored }) => {
+                    // A rule's failure is its policy's (Kyverno's webhook
+                    // names both); bare `rules` have no name.
+                    let (message, ignored) = match step {
+                        Step::Rule(_, group) if !group.label.is_empty() => (
+                            format!("{}: {message}", group.label),
+                            format!("{} not applied: {message}", group.label),
+                        ),
+                        Step::Rule(_, group) if group.count > 1 => {
+                            let ignored = format!("settings.rules not applied: {message}");
+                            (message, ignored)
+                        }
+                        _ => (message, ignored),
+                    };
+                    match failure_policy {
+                        FailurePolicy::Fail => {
+                            outcome.rejection = Some(message);
+                            return outcome;
+                        }
+                        FailurePolicy::Ignore => {
+                            if let (Step::Rule(..), Some(run)) = (&step, policy_run.as_mut()) {
+                                run.drop_changes(&mut outcome);
+                            }
+                            outcome.warnings.push(ignored);
+                        }
                     }
-                    FailurePolicy::Ignore => outcome.warnings.push(ignored),
-                },
+                }
             }
         }
         outcome
@@ -347,10 +417,12 @@ impl<'a> Pipeline<'a> {
         let Some(object) = outcome.object.as_mut() else {
             return Ok((false, Vec::new()));
         };
-        let object = object.whole().map_err(|message| StepError::Failed {
-            ignored: format!("rule {:?} not applied: {message}", rule.name),
-            message: format!("rule {:?}: {message}", rule.name),
-        })?;
+        // `run` names the policy before these.
+        let refused = |why: String| StepError::Failed {
+            ignored: format!("rule {:?} not applied: {why}", rule.name),
+            message: format!("rule {:?}: {why}", rule.name),
+        };
+        let object = object.whole().map_err(refused)?;
         // Autogen: a Pod rule runs over a controller's Pod template, as a Pod.
         let template =
             crate::autogen::template_pointer(&inputs.facts.kind, &group.autogen.controllers)
@@ -383,10 +455,7 @@ impl<'a> Pipeline<'a> {
                     None => mutated,
                 };
                 let who = || format!("rule {:?}", rule.name);
-                commit(&who, object, mutated).map_err(|why| StepError::Failed {
-                    ignored: format!("rule {:?} not applied: {why}", rule.name),
-                    message: format!("rule {:?}: {why}", rule.name),
-                })
+                commit(&who, object, mutated).map_err(refused)
             }
             Err(why) => {
                 let message = format!("rule {:?}: {why}", rule.name);

@@ -1096,11 +1096,84 @@ mod point8_failure_policy {
         ]})
     }
 
+    /// As Kyverno's webhook: a policy whose rule fails under Ignore adds no
+    /// patch at all, and its rules after the failing one do not run.
     #[test]
-    fn ignore_skips_the_rule_with_a_warning_and_goes_on() {
+    fn ignore_drops_the_whole_policy_with_a_warning() {
         let response = run("binding.json", failing_then_marking("Ignore"));
-        assert!(response.accepted && marked(&response));
-        assert!(response.warnings.unwrap()[0].contains("rule \"broken\""));
+        assert!(response.accepted && !marked(&response));
+        assert_eq!(response.mutated_object, None);
+        assert!(
+            response.warnings.unwrap()[0]
+                .starts_with("node-metadata-policy: settings.rules not applied: rule \"broken\"")
+        );
+    }
+
+    #[test]
+    fn ignore_drops_what_the_rules_before_the_failing_one_wrote() {
+        let mut settings = failing_then_marking("Ignore");
+        let rules = settings["rules"].as_array_mut().unwrap();
+        rules.reverse();
+        let response = run("binding.json", settings);
+        assert!(response.accepted && !marked(&response), "{response:?}");
+        assert_eq!(response.mutated_object, None);
+    }
+
+    fn pasted(spec: Value) -> Value {
+        let mut spec = spec;
+        spec["rules"] = failing_then_marking("Ignore")["rules"].clone();
+        json!({"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
+               "metadata": {"name": "p"}, "spec": spec})
+    }
+
+    /// Kyverno's default for a ClusterPolicy is Fail (GetFailurePolicy).
+    #[test]
+    fn a_pasted_cluster_policy_without_failure_policy_fails() {
+        let response = run("binding.json", pasted(json!({})));
+        assert!(!response.accepted);
+        assert!(
+            response
+                .message
+                .unwrap()
+                .contains("ClusterPolicy \"p\": rule \"broken\"")
+        );
+        let (verdict, warnings) =
+            crate::check_settings_and_warn(&serde_json::to_vec(&pasted(json!({}))).unwrap());
+        assert!(verdict.valid);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("ClusterPolicy \"p\": rule \"broken\" matches pods/binding and sets no failurePolicy, so it gets Fail"),
+            "{warnings:?}"
+        );
+        let (_, warnings) = crate::check_settings_and_warn(
+            &serde_json::to_vec(&pasted(json!({"failurePolicy": "Fail"}))).unwrap(),
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    /// `spec.webhookConfiguration.failurePolicy` wins over `spec.failurePolicy`.
+    #[test]
+    fn the_webhook_configurations_failure_policy_wins() {
+        let response = run(
+            "binding.json",
+            pasted(
+                json!({"failurePolicy": "Ignore", "webhookConfiguration": {"failurePolicy": "Fail"}}),
+            ),
+        );
+        assert!(!response.accepted);
+        let response = run(
+            "binding.json",
+            pasted(
+                json!({"failurePolicy": "Fail", "webhookConfiguration": {"failurePolicy": "Ignore", "timeoutSeconds": 5}}),
+            ),
+        );
+        assert!(response.accepted && !marked(&response));
+        let message = refused(pasted(json!({"webhookConfiguration": {"matchConditions": [
+            {"name": "only-web", "expression": "object.metadata.name == 'web'"}]}})));
+        assert!(
+            message.starts_with("settings.spec.webhookConfiguration.matchConditions: "),
+            "{message}"
+        );
     }
 
     #[test]

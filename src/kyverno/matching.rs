@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::spec::{Filter, MatchSpec, ResourceDescription, Subject};
+use super::spec::{Filter, MatchSpec, ResourceDescription, RuleSpec, Subject};
 use crate::cluster::{CachedCluster, Read};
 use crate::glob::wildcard;
 use crate::request_facts::RequestFacts;
@@ -281,6 +281,37 @@ fn is_version(segment: &str) -> bool {
 /// `Kind/subresource`, `Version/Kind/subresource`, `Group/Version/Kind/subresource`,
 /// `*`, `*/*`.
 pub fn kind_matches(pattern: &str, facts: &RequestFacts) -> bool {
+    kind_pattern_matches(
+        pattern,
+        &facts.group,
+        &facts.version,
+        &facts.kind,
+        &facts.sub_resource,
+    )
+}
+
+/// Whether a rule may match `CREATE pods/binding`: one of its `match`
+/// filters names a kind that matches a Pod's binding subresource. (Whether
+/// the rest of the filter holds is known only per request.)
+pub fn may_match_bindings(rule: &RuleSpec) -> bool {
+    let Some(spec) = rule.match_.as_deref() else {
+        return false;
+    };
+    let filters = spec.any.iter().chain(spec.all.iter()).flatten();
+    filters
+        .filter_map(|filter| filter.resources.as_deref())
+        .chain(spec.resources.as_deref())
+        .flat_map(|resources| &resources.kinds)
+        .any(|kind| kind_pattern_matches(kind, "", "v1", "Pod", "binding"))
+}
+
+fn kind_pattern_matches(
+    pattern: &str,
+    request_group: &str,
+    request_version: &str,
+    request_kind: &str,
+    request_sub_resource: &str,
+) -> bool {
     if pattern == "*/*" {
         return true;
     }
@@ -294,12 +325,12 @@ pub fn kind_matches(pattern: &str, facts: &RequestFacts) -> bool {
         [group, version, kind, sub] => (Some(*group), Some(*version), *kind, Some(*sub)),
         _ => return false,
     };
-    group.is_none_or(|g| wildcard(g, &facts.group))
-        && version.is_none_or(|v| wildcard(v, &facts.version))
-        && wildcard(kind, &facts.kind)
+    group.is_none_or(|g| wildcard(g, request_group))
+        && version.is_none_or(|v| wildcard(v, request_version))
+        && wildcard(kind, request_kind)
         && match sub {
-            None => facts.sub_resource.is_empty(),
-            Some(sub) => wildcard(sub, &facts.sub_resource),
+            None => request_sub_resource.is_empty(),
+            Some(sub) => wildcard(sub, request_sub_resource),
         }
 }
 

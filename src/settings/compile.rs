@@ -88,6 +88,10 @@ impl Settings {
                 RuleGroup {
                     count: 0,
                     failure_policy,
+                    // The settings' default, not a document's.
+                    failure_policy_given: true,
+                    // Messages name the rule alone.
+                    label: String::new(),
                     autogen: Autogen::default(),
                     namespace: None,
                     cel: None,
@@ -108,19 +112,22 @@ impl Settings {
                 return Err("settings.kind: a PolicyException on its own exempts nothing; put it under `policies`, beside the policies it names".to_string());
             }
             (None, Some(Document::Kyverno(document)), None) => {
-                failure_policy = match (self.failure_policy, document.failure_policy) {
+                let given = match (self.failure_policy, document.failure_policy) {
                     (Some(a), Some(b)) if a != b => {
                         return Err("settings.failurePolicy: contradicts the pasted policy's spec.failurePolicy; keep one".to_string());
                     }
-                    (Some(policy), _) | (None, Some(policy)) => policy,
-                    (None, None) => FailurePolicy::default(),
+                    (settings, document) => settings.or(document),
                 };
+                // Kyverno's default for a ClusterPolicy or Policy.
+                failure_policy = given.unwrap_or(FailurePolicy::Fail);
                 sources.push((
                     "settings.spec.rules".to_string(),
                     document.rules,
                     RuleGroup {
                         count: 0,
                         failure_policy,
+                        failure_policy_given: given.is_some(),
+                        label: document.label,
                         autogen: document.autogen,
                         namespace: document.namespace,
                         cel: None,
@@ -144,14 +151,17 @@ impl Settings {
                         Document::Kyverno(document) => document,
                     };
                     // A document's own failurePolicy wins; the settings'
-                    // applies to those that have none.
-                    let group_failure_policy = document.failure_policy.unwrap_or(failure_policy);
+                    // applies to those that have none, else Kyverno's
+                    // default.
+                    let given = document.failure_policy.or(self.failure_policy);
                     sources.push((
                         format!("{at}.spec.rules"),
                         document.rules,
                         RuleGroup {
                             count: 0,
-                            failure_policy: group_failure_policy,
+                            failure_policy: given.unwrap_or(FailurePolicy::Fail),
+                            failure_policy_given: given.is_some(),
+                            label: document.label,
                             autogen: document.autogen,
                             namespace: document.namespace,
                             cel: None,

@@ -82,14 +82,33 @@ pub struct PolicySpec {
     pub use_server_side_apply: Option<IgnoredAny>,
     #[serde(default)]
     pub webhook_timeout_seconds: Option<IgnoredAny>,
+    /// Its `failurePolicy` wins over `spec.failurePolicy`, as in Kyverno.
     #[serde(default)]
-    pub webhook_configuration: Option<IgnoredAny>,
+    pub webhook_configuration: Option<WebhookConfiguration>,
     #[serde(default)]
     pub mutate_existing_on_policy_update: Option<IgnoredAny>,
     #[serde(default)]
     pub generate_existing: Option<IgnoredAny>,
     #[serde(default)]
     pub generate_existing_on_policy_update: Option<IgnoredAny>,
+}
+
+/// Kyverno's `spec.webhookConfiguration`: how Kyverno registers the
+/// policy's webhook.
+// `timeout_seconds` is there to be accepted, not read.
+#[allow(dead_code)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WebhookConfiguration {
+    #[serde(default)]
+    pub failure_policy: Option<FailurePolicy>,
+    /// The ClusterAdmissionPolicy's `timeoutSeconds` is the webhook's here.
+    #[serde(default)]
+    pub timeout_seconds: Option<IgnoredAny>,
+    /// Evaluated by the API server on Kyverno's webhook; refused here
+    /// unless empty (see [`PolicyDocument::read`]).
+    #[serde(default)]
+    pub match_conditions: Option<Vec<serde_json::Value>>,
 }
 
 /// What a pasted policy document contributes.
@@ -103,7 +122,10 @@ pub enum Document {
 /// What a ClusterPolicy or Policy contributes.
 pub struct KyvernoDocument {
     pub rules: Vec<RuleSpec>,
+    /// `spec.webhookConfiguration.failurePolicy`, else `spec.failurePolicy`.
     pub failure_policy: Option<FailurePolicy>,
+    /// `ClusterPolicy "name"` or `Policy "namespace/name"`, for messages.
+    pub label: String,
     pub autogen: Autogen,
     /// Set for a namespaced `Policy`: where its rules apply.
     pub namespace: Option<String>,
@@ -297,19 +319,37 @@ impl PolicyDocument {
                 "{at}.params: only a MutatingAdmissionPolicy with a spec.paramKind takes parameters"
             ));
         }
+        let name = self
+            .metadata
+            .as_ref()
+            .and_then(|m| m.name.as_deref())
+            .unwrap_or_default();
         let mut document = KyvernoDocument {
             rules: Vec::new(),
             failure_policy: None,
+            label: format!("ClusterPolicy {name:?}"),
             autogen: Autogen::default(),
             namespace: None,
         };
         if kind == PastedKind::Policy {
-            document.namespace = Some(namespace_of(
+            let namespace = namespace_of(
                 self.metadata.as_ref().unwrap_or(&PolicyMetadata::default()),
                 at,
-            )?);
+            )?;
+            document.label = format!("Policy \"{namespace}/{name}\"");
+            document.namespace = Some(namespace);
         }
         let spec: PolicySpec = read_spec(self.spec.as_deref(), at)?;
+        let webhook = spec.webhook_configuration.unwrap_or_default();
+        if webhook
+            .match_conditions
+            .as_ref()
+            .is_some_and(|c| !c.is_empty())
+        {
+            return Err(format!(
+                "{at}.spec.webhookConfiguration.matchConditions: the API server evaluates these on Kyverno's webhook, and this policy's webhook is the ClusterAdmissionPolicy's: move them to its spec.matchConditions, where they decide the same way"
+            ));
+        }
         if let Some(apply) = spec.apply_rules.as_deref()
             && apply != "All"
         {
@@ -318,7 +358,9 @@ impl PolicyDocument {
             ));
         }
         document.rules = spec.rules;
-        document.failure_policy = spec.failure_policy;
+        // Kyverno's order (GetFailurePolicy): the webhook configuration's,
+        // then the spec's.
+        document.failure_policy = webhook.failure_policy.or(spec.failure_policy);
         if let Some(value) = self
             .metadata
             .as_ref()

@@ -320,10 +320,11 @@ mod tests {
             plan.copy.is_empty(),
             "a pasted policy acts through its rules alone"
         );
-        assert_eq!(plan.failure_policy, FailurePolicy::Ignore);
-        assert_eq!(plan.rule_groups[0].autogen, Autogen::default());
-        let plan = load_str(&document("{}", r#""failurePolicy":"Fail","#)).unwrap();
+        // Kyverno's default for a ClusterPolicy.
         assert_eq!(plan.failure_policy, FailurePolicy::Fail);
+        assert_eq!(plan.rule_groups[0].autogen, Autogen::default());
+        let plan = load_str(&document("{}", r#""failurePolicy":"Ignore","#)).unwrap();
+        assert_eq!(plan.failure_policy, FailurePolicy::Ignore);
     }
 
     #[test]

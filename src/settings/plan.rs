@@ -117,6 +117,11 @@ pub struct RuleGroup {
     /// How many of the plan's `rules`, following the groups before.
     pub count: usize,
     pub failure_policy: FailurePolicy,
+    /// Whether the document or the settings gave `failure_policy` (else it
+    /// is the default of the document's kind).
+    pub failure_policy_given: bool,
+    /// The policy, for messages: `ClusterPolicy "name"`; empty for bare `rules`.
+    pub label: String,
     /// Which Pod controllers its Pod rules are also generated for.
     pub autogen: Autogen,
     /// A namespaced `Policy`'s namespace: its rules see only requests in it
@@ -188,6 +193,22 @@ impl PolicyPlan {
             }
             warnings.extend(crate::cel::targets::warning(policy));
         }
+        // Kyverno's default for a ClusterPolicy or Policy is Fail too.
+        let mut warned: Option<&RuleGroup> = None;
+        for (rule, group) in self.grouped_rules() {
+            if group.failure_policy_given
+                || group.failure_policy != FailurePolicy::Fail
+                || warned.is_some_and(|last| std::ptr::eq(last, group))
+                || !crate::kyverno::matching::may_match_bindings(rule)
+            {
+                continue;
+            }
+            warned = Some(group);
+            warnings.push(format!(
+                "{}: rule {:?} matches pods/binding and sets no failurePolicy, so it gets Fail, Kyverno's default (spec.webhookConfiguration.failurePolicy, then spec.failurePolicy, else Fail): a Node that cannot be read (or any other rule error) rejects the Binding, the scheduler retries, and Pods stay pending; set `failurePolicy: Ignore` to schedule them without the metadata, or `failurePolicy: Fail` to keep this",
+                group.label, rule.name,
+            ));
+        }
         for rule in &self.copy {
             // Keys under kubernetes.io/ and k8s.io/ are written only by an
             // entry that spells that prefix out; a glob that does not can
@@ -214,6 +235,8 @@ pub(super) fn cel_group(mut policy: Box<CelPolicy>, given: Option<FailurePolicy>
     RuleGroup {
         count: 0,
         failure_policy,
+        failure_policy_given: given.is_some(),
+        label: format!("{} {:?}", policy.kind.name(), policy.name),
         autogen: Autogen {
             controllers: Vec::new(),
         },
