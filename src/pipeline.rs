@@ -438,6 +438,7 @@ impl<'a> Pipeline<'a> {
             None => (&*inputs.facts, &*object),
         };
         let engine = Engine {
+            policy_namespace: group.namespace.as_deref(),
             resource_kinds: &self.plan.resource_kinds,
             functions: &inputs.functions,
             config_map_masks: &inputs.config_map_masks,
@@ -455,7 +456,17 @@ impl<'a> Pipeline<'a> {
                     None => mutated,
                 };
                 let who = || format!("rule {:?}", rule.name);
-                commit(&who, object, mutated).map_err(refused)
+                let (changed, warnings) = commit(&who, object, mutated).map_err(refused)?;
+                // The API server validates the object it stores, and refuses
+                // such metadata whatever Kyverno's failurePolicy; a Binding's
+                // it copies to the Pod unchecked, and that is left out here.
+                if !warnings.is_empty() && inputs.facts.sub_resource != "binding" {
+                    return Err(StepError::Reject(format!(
+                        "the API server would refuse the object: {}",
+                        warnings.join("; ")
+                    )));
+                }
+                Ok((changed, warnings))
             }
             Err(why) => {
                 let message = format!("rule {:?}: {why}", rule.name);

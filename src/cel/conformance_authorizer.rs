@@ -22,9 +22,10 @@ fn can_i(user: &str, groups: &[&str], resource: &str, sub: &str, ns: &str, verb:
 const SCHEDULER: &str = "system:kube-scheduler";
 const AUTHENTICATED: &[&str] = &["system:authenticated"];
 
+/// A MutatingAdmissionPolicy: Kyverno's MutatingPolicy has no authorizer.
 fn policy(annotations: &str) -> Value {
-    json!({"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy",
-        "metadata": {"name": "m"}, "spec": {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": "m"}, "spec": {"reinvocationPolicy": "Never",
         "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
             "operations": ["CREATE"], "resources": ["pods/binding"]}]},
         "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":

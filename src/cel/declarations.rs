@@ -11,11 +11,13 @@ use ::cel::common::ast::{Expr, IdedExpr};
 
 use super::ast::children;
 
-/// What Kubernetes binds for admission CEL (`params` is checked apart, with
-/// `paramKind`), then what Kyverno's own kinds add: the policy exceptions
-/// that apply. One string, not a table of them: static data moves the heap
-/// (docs/performance.md, "Layout").
-const CONTEXT: &str = "object oldObject request params namespaceObject variables authorizer";
+/// What both bind for admission CEL (`params` is checked apart, with
+/// `paramKind`), then what Kubernetes alone binds (`authorizer`: Kyverno's
+/// MutatingPolicy environment does not declare it), and what Kyverno's own
+/// kinds add: the policy exceptions that apply. Strings, not a table of
+/// them: static data moves the heap (docs/performance.md, "Layout").
+const CONTEXT: &str = "object oldObject request params namespaceObject variables";
+const KUBERNETES_CONTEXT: &str = "authorizer";
 const KYVERNO_CONTEXT: &str = "exceptions";
 
 /// Type names, values in CEL (`type(x) == string`).
@@ -78,7 +80,11 @@ pub(super) fn kyverno_only(name: &str) -> bool {
 
 /// The context names of a policy's kind.
 fn context(kyverno: bool) -> impl Iterator<Item = &'static str> {
-    let extra = if kyverno { KYVERNO_CONTEXT } else { "" };
+    let extra = if kyverno {
+        KYVERNO_CONTEXT
+    } else {
+        KUBERNETES_CONTEXT
+    };
     CONTEXT.split(' ').chain(extra.split_whitespace())
 }
 
@@ -276,6 +282,17 @@ mod tests {
             assert_eq!(check(source, false), None, "{source}");
         }
         assert_eq!(check("exceptions.allowedValues == []", true), None);
+        // Kyverno's MutatingPolicy declares no authorizer (its compiler's
+        // environment), as kyverno-judge saw Kyverno refuse it.
+        let refused = check(
+            "authorizer.group('').resource('pods').check('get').allowed()",
+            true,
+        )
+        .unwrap_or_default();
+        assert!(
+            refused.contains("undeclared reference to 'authorizer'"),
+            "{refused}"
+        );
         // cel-go's math and encoders: Kyverno's environment has them,
         // kube-apiserver's does not (found by `make differential`, seed 1).
         for source in ["math.abs(-1) == 1", "base64.encode(b'a') == 'YQ=='"] {

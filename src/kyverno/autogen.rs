@@ -14,6 +14,18 @@ use super::spec::{MatchSpec, ResourceDescription, RuleSpec};
 pub fn eligible(rules: &[RuleSpec]) -> bool {
     let mut names_pods = false;
     for rule in rules {
+        // Kyverno generates nothing for a policy with a JSON Patch: its
+        // paths are the Pod's, not the template's.
+        if let Some(mutate) = rule.mutate.as_ref()
+            && (mutate.patches_json6902.is_some()
+                || mutate
+                    .foreach
+                    .iter()
+                    .flatten()
+                    .any(|foreach| foreach.patches_json6902.is_some()))
+        {
+            return false;
+        }
         for spec in [rule.match_.as_deref(), rule.exclude.as_deref()]
             .into_iter()
             .flatten()
@@ -63,6 +75,31 @@ mod tests {
         let binding = rule(
             json!({"name": "c", "match": {"any": [{"resources": {"kinds": ["Pod/binding"]}}]}}),
         );
-        assert!(!eligible(&[pod, binding]));
+        assert!(!eligible(&[pod.clone(), binding]));
+    }
+
+    /// Kyverno's CanAutoGen: a JSON Patch anywhere in the policy, even in a
+    /// foreach, and no rule of it is generated.
+    #[test]
+    fn a_json_patch_keeps_the_whole_policy_to_pods() {
+        let patched = rule(
+            json!({"name": "j", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "mutate": {"patchesJson6902": "- {op: add, path: /metadata/labels/a, value: b}"}}),
+        );
+        assert!(!eligible(&[pod_rule(), patched]));
+        let in_foreach = rule(
+            json!({"name": "f", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "mutate": {"foreach": [{"list": "request.object.spec.containers",
+                "patchesJson6902": "- {op: add, path: /metadata/labels/a, value: b}"}]}}),
+        );
+        assert!(!eligible(&[in_foreach]));
+        assert!(eligible(&[pod_rule()]));
+    }
+
+    fn pod_rule() -> RuleSpec {
+        rule(
+            json!({"name": "p", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "mutate": {"patchStrategicMerge": {"metadata": {"labels": {"a": "b"}}}}}),
+        )
     }
 }

@@ -40,6 +40,20 @@ pub struct Engine<'r> {
     pub config_map_masks: &'r ConfigMapMasks<'r>,
     /// What matching reads of the request, decoded once for all rules.
     pub facts: &'r RequestFacts,
+    /// A namespaced `Policy`'s namespace: its `apiCall`s read only there.
+    pub policy_namespace: Option<&'r str>,
+}
+
+/// The namespace an API path names, as Kyverno finds it
+/// (`^/api(s)?/.*?/namespaces/([^/]+)`).
+fn namespace_in_path(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/api")?;
+    let rest = rest.strip_prefix('s').unwrap_or(rest).strip_prefix('/')?;
+    let at = rest.find("/namespaces/")?;
+    rest.get(at + "/namespaces/".len()..)?
+        .split('/')
+        .next()
+        .filter(|namespace| !namespace.is_empty())
 }
 
 /// What one rule did to the object.
@@ -269,6 +283,22 @@ impl Engine<'_> {
     ) -> Result<Rcvar, String> {
         let rt = self.functions;
         let url = render(rt, call.url_path.as_deref().unwrap_or(""), data)?;
+        // Kyverno holds a namespaced Policy's reads to its namespace.
+        if let Some(policy_namespace) = self.policy_namespace {
+            match namespace_in_path(&url) {
+                None => {
+                    return Err(format!(
+                        "context {name:?}: path {url} does not contain a namespace segment, which is required for namespaced policies"
+                    ));
+                }
+                Some(namespace) if namespace != policy_namespace => {
+                    return Err(format!(
+                        "context {name:?}: path {url} refers to namespace {namespace}, which is different from the policy namespace {policy_namespace}"
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
         let mut read = parse_url(&url, self.resource_kinds)
             .map_err(|e| format!("context {name:?}: urlPath {url:?}: {e}"))?;
         // Rendered before the read, so that a field path over one object
@@ -631,6 +661,24 @@ fn foreach_expressions(loops: Option<&[ForeachSpec]>, out: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Kyverno's namespacePathRegex, which holds a namespaced Policy's
+    /// apiCalls to its namespace.
+    #[test]
+    fn the_namespace_a_path_names() {
+        assert_eq!(
+            namespace_in_path("/api/v1/namespaces/team-a/configmaps/x"),
+            Some("team-a")
+        );
+        assert_eq!(
+            namespace_in_path("/apis/apps/v1/namespaces/b/deployments"),
+            Some("b")
+        );
+        assert_eq!(namespace_in_path("/api/v1/namespaces/c"), Some("c"));
+        assert_eq!(namespace_in_path("/api/v1/nodes/node-1"), None);
+        assert_eq!(namespace_in_path("/api/namespaces/x"), None);
+        assert_eq!(namespace_in_path("/apisx/v1/namespaces/x"), None);
+    }
 
     #[test]
     fn urls_map_onto_host_reads() {
