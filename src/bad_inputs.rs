@@ -690,7 +690,24 @@ fn catalog() -> Vec<Case> {
             reads_node: false,
         },
         Case {
-            when: "a rule's patch would replace the whole object (`failurePolicy: Ignore`)",
+            when: "a rule's `patchesJson6902` has a path that does not begin with `/` (it would replace the whole object)",
+            answer_text: "refused when policy-server loads the policy, as Kyverno refuses such a policy: \"settings.rules[0].mutate.patchesJson6902: path must begin with a forward slash: \"\"\"",
+            answer: SettingsRefused(
+                "settings.rules[0].mutate.patchesJson6902: path must begin with a forward slash: \"\"",
+            ),
+            run: || {
+                settings_case(
+                    &json6902_rule(
+                        "Ignore",
+                        r#"[{"op":"replace","path":"","value":"{{ request.object.metadata.name }}"}]"#,
+                    )
+                    .to_string(),
+                )
+            },
+            reads_node: false,
+        },
+        Case {
+            when: "a rule's `foreach` patch would replace the whole object (`failurePolicy: Ignore`)",
             answer_text: "accepted unchanged, with the warning \"rule \"r\" not applied: the mutation would replace the whole object with the string",
             answer: Accepted {
                 patched: false,
@@ -700,10 +717,10 @@ fn catalog() -> Vec<Case> {
                 (
                     payload(
                         fixture("binding.json"),
-                        json6902_rule(
-                            "Ignore",
-                            r#"[{"op":"replace","path":"","value":"{{ request.object.metadata.name }}"}]"#,
-                        ),
+                        json!({"failurePolicy": "Ignore", "rules": [{"name": "r",
+                            "match": {"any": [{"resources": {"kinds": ["Pod/binding"]}}]},
+                            "mutate": {"foreach": [{"list": "[request.object.metadata.name]",
+                                "patchesJson6902": r#"[{"op":"replace","path":"","value":"{{ element }}"}]"#}]}}]}),
                     ),
                     node_1(),
                 )

@@ -247,11 +247,17 @@ pub fn check(rules: &[RuleSpec], kinds: &[ResourceKind], path: &str) -> Result<(
             mutate.patch_strategic_merge.as_ref(),
             &at("mutate.patchStrategicMerge"),
         )?;
-        if let Some(text) = &mutate.patches_json6902
-            && !text.contains("{{")
-        {
-            patch::parse_json6902(text)
-                .map_err(|e| format!("{}: {e}", at("mutate.patchesJson6902")))?;
+        if let Some(text) = &mutate.patches_json6902 {
+            if !text.contains("{{") {
+                patch::parse_json6902(text)
+                    .map_err(|e| format!("{}: {e}", at("mutate.patchesJson6902")))?;
+            }
+            if let Some(path) = path_without_slash(text) {
+                return Err(format!(
+                    "{}: path must begin with a forward slash: {path:?}",
+                    at("mutate.patchesJson6902")
+                ));
+            }
         }
         check_foreach(mutate.foreach.as_deref(), &at("mutate.foreach"), 0, kinds)?;
         for expression in engine::expressions_of(rule) {
@@ -501,4 +507,35 @@ fn check_metadata_strings(patch: &Value) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Kyverno's policy validation of a rule's `patchesJson6902`: every
+/// operation's path begins with `/` (so none replaces the whole object),
+/// with each `{{ }}` variable read as a placeholder. A patch that does not
+/// parse is for the other checks.
+fn path_without_slash(text: &str) -> Option<String> {
+    let mut replaced = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        replaced.push_str(rest.get(..start).unwrap_or_default());
+        match rest.get(start..).and_then(|tail| tail.find("}}")) {
+            Some(end) => {
+                replaced.push_str("kyvernojsonpatchvariable");
+                rest = rest.get(start + end + 2..).unwrap_or_default();
+            }
+            None => {
+                rest = rest.get(start..).unwrap_or_default();
+                break;
+            }
+        }
+    }
+    replaced.push_str(rest);
+    let operations: Vec<serde_json::Value> = serde_yaml::from_str(&replaced).ok()?;
+    operations.iter().find_map(|operation| {
+        operation
+            .get("path")
+            .and_then(serde_json::Value::as_str)
+            .filter(|path| !path.starts_with('/'))
+            .map(str::to_string)
+    })
 }
