@@ -67,6 +67,10 @@ enum StepError {
     },
     /// The user asked for this request to be refused (`onPresetKeys: Reject`).
     Reject(String),
+    /// The rule applied, but left metadata the API server refuses: the
+    /// request is refused once its policy has run whole (a later rule that
+    /// fails under `Ignore` drops the policy's changes, and this with them).
+    Refused { message: String, changed: bool },
 }
 
 /// What the pipeline did.
@@ -92,6 +96,8 @@ struct PolicyRun<'p> {
     group: &'p RuleGroup,
     before: Option<(Value, bool)>,
     failed: bool,
+    /// Why the API server would refuse what the policy's rules wrote.
+    refusal: Option<String>,
 }
 
 impl<'p> PolicyRun<'p> {
@@ -107,7 +113,13 @@ impl<'p> PolicyRun<'p> {
             group,
             before,
             failed: false,
+            refusal: None,
         }
+    }
+
+    /// The policy has run: the refusal its changes earn, unless they went.
+    fn finish(self) -> Option<String> {
+        self.refusal.filter(|_| !self.failed)
     }
 
     /// A rule failed under `Ignore`: the policy's changes go.
@@ -182,6 +194,14 @@ impl<'a> Pipeline<'a> {
             .any(|group| group.namespace.is_some())
             .then(|| self.request.field::<String>("namespace"));
         for step in self.plan.steps() {
+            let same_policy = match (&step, &policy_run) {
+                (Step::Rule(_, group), Some(run)) => std::ptr::eq(run.group, *group),
+                _ => false,
+            };
+            if !same_policy && let Some(refusal) = policy_run.take().and_then(PolicyRun::finish) {
+                outcome.rejection = Some(refusal);
+                return outcome;
+            }
             let failure_policy = match step {
                 Step::NodeMetadata => self.plan.failure_policy,
                 Step::Rule(_, group) | Step::Cel(_, group) => group.failure_policy,
@@ -234,6 +254,12 @@ impl<'a> Pipeline<'a> {
                     outcome.rejection = Some(message);
                     return outcome;
                 }
+                Err(StepError::Refused { message, changed }) => {
+                    outcome.changed |= changed;
+                    if let Some(run) = policy_run.as_mut() {
+                        run.refusal.get_or_insert(message);
+                    }
+                }
                 Err(StepError::Failed { message, ignored }) => {
                     // A rule's failure is its policy's (Kyverno's webhook
                     // names both); bare `rules` have no name.
@@ -262,6 +288,9 @@ impl<'a> Pipeline<'a> {
                     }
                 }
             }
+        }
+        if let Some(refusal) = policy_run.and_then(PolicyRun::finish) {
+            outcome.rejection = Some(refusal);
         }
         outcome
     }
@@ -461,10 +490,13 @@ impl<'a> Pipeline<'a> {
                 // such metadata whatever Kyverno's failurePolicy; a Binding's
                 // it copies to the Pod unchecked, and that is left out here.
                 if !warnings.is_empty() && inputs.facts.sub_resource != "binding" {
-                    return Err(StepError::Reject(format!(
-                        "the API server would refuse the object: {}",
-                        warnings.join("; ")
-                    )));
+                    return Err(StepError::Refused {
+                        message: format!(
+                            "the API server would refuse the object: {}",
+                            warnings.join("; ")
+                        ),
+                        changed,
+                    });
                 }
                 Ok((changed, warnings))
             }

@@ -1126,6 +1126,38 @@ mod point8_failure_policy {
                "metadata": {"name": "p"}, "spec": spec})
     }
 
+    /// Metadata the API server refuses refuses a Pod, whatever
+    /// failurePolicy, as the API server refuses what Kyverno's patch leaves;
+    /// unless a later rule fails its policy under Ignore, which drops the
+    /// policy's changes (kyverno-judge's gen- cases).
+    #[test]
+    fn metadata_the_api_server_refuses_refuses_the_pod_once_the_policy_has_run() {
+        let pod_match = json!({"any": [{"resources": {"kinds": ["Pod"]}}]});
+        let invalid = json!({"name": "invalid", "match": pod_match,
+            "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"=(x)": "y"}}}}});
+        let failing = json!({"name": "failing", "match": pod_match,
+            "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"z": "{{ request.object.metadata.nothing }}"}}}}});
+        for policy in ["Ignore", "Fail"] {
+            let response = run(
+                "pod-without-node-name.json",
+                json!({"failurePolicy": policy, "rules": [invalid.clone()]}),
+            );
+            assert!(!response.accepted, "{policy}");
+            assert!(
+                response
+                    .message
+                    .unwrap()
+                    .contains("the API server would refuse the object: rule \"invalid\"")
+            );
+        }
+        let response = run(
+            "pod-without-node-name.json",
+            json!({"failurePolicy": "Ignore", "rules": [invalid, failing]}),
+        );
+        assert!(response.accepted, "{response:?}");
+        assert_eq!(response.mutated_object, None);
+    }
+
     /// Kyverno's default for a ClusterPolicy is Fail (GetFailurePolicy).
     #[test]
     fn a_pasted_cluster_policy_without_failure_policy_fails() {
