@@ -11,7 +11,7 @@ SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
 # Publishing coordinates: release.env (see there).
-.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test kubelet-test cluster-bench differential k8s-patch-tables
+.PHONY: sync-release-info all demo test fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test kubelet-test cluster-bench differential k8s-patch-tables kyverno-judge
 
 all: policy.wasm
 
@@ -122,6 +122,25 @@ cluster-test:
 		echo "cluster test: SKIPPED (go, kwctl and policy-server are needed on PATH)"; exit 0; fi; \
 	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm && \
 	python3 e2e-tests/cluster/cluster_test.py --policy annotated-policy.wasm $(CLUSTER_ARGS)
+
+# Kyverno's own admission controller as the judge of this policy: Kyverno
+# v1.19.1's admission and background controllers, built from the Go module
+# proxy (e2e-tests/oracle/kyverno/build-controllers.sh, cached like
+# cluster-bin), run out of cluster against the control plane of cluster-test;
+# every ClusterPolicy, Policy and MutatingPolicy of the e2e cases and the docs,
+# and generated ClusterPolicies, through Kyverno's webhook and through this
+# policy in policy-server, the objects the API server stores compared document
+# by document (e2e-tests/cluster/kyverno_judge.py). SKIPPED without Go, kwctl
+# or policy-server, or when not root. KYVERNO_JUDGE_ARGS: e.g. --keep, --only gen-.
+# Not in `make test` yet: it fails while differences remain unexplained
+# (docs/kyverno.md, "Measured against Kyverno's admission controller").
+kyverno-judge:
+	@if ! command -v go >/dev/null || ! command -v kwctl >/dev/null || ! command -v policy-server >/dev/null; then \
+		echo "kyverno judge: SKIPPED (go, kwctl and policy-server are needed on PATH)"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "kyverno judge: SKIPPED (not root)"; exit 0; fi; \
+	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm && \
+	e2e-tests/oracle/kyverno/build-controllers.sh >/dev/null && \
+	python3 e2e-tests/cluster/kyverno_judge.py --policy annotated-policy.wasm $(KYVERNO_JUDGE_ARGS)
 
 # The whole path to a container: the control plane above with one kubelet
 # (built with it by e2e-tests/cluster/build.sh), Debian's

@@ -485,20 +485,32 @@ impl<'a> Pipeline<'a> {
                     None => mutated,
                 };
                 let who = || format!("rule {:?}", rule.name);
-                let (changed, warnings) = commit(&who, object, mutated).map_err(refused)?;
-                // The API server validates the object it stores, and refuses
-                // such metadata whatever Kyverno's failurePolicy; a Binding's
-                // it copies to the Pod unchecked, and that is left out here.
-                if !warnings.is_empty() && inputs.facts.sub_resource != "binding" {
-                    return Err(StepError::Refused {
+                if inputs.facts.sub_resource == "binding" {
+                    // The API server copies a Binding's metadata onto the Pod
+                    // unchecked: what it would refuse elsewhere is left out.
+                    return commit(&who, object, mutated).map_err(refused);
+                }
+                // Elsewhere it validates the object it stores, and refuses
+                // such metadata whatever Kyverno's failurePolicy. The object
+                // stays as the rule left it, for the rules after it, as in
+                // Kyverno; the refusal comes once the policy has run.
+                identity::check(object, &mutated).map_err(refused)?;
+                let problem = crate::metadata::first_metadata_problem(
+                    crate::metadata::metadata_maps(object),
+                    &mutated,
+                );
+                let changed = mutated != *object;
+                *object = mutated;
+                match problem {
+                    Some(why) => Err(StepError::Refused {
                         message: format!(
-                            "the API server would refuse the object: {}",
-                            warnings.join("; ")
+                            "the API server would refuse the object: rule {:?}: {why}",
+                            rule.name
                         ),
                         changed,
-                    });
+                    }),
+                    None => Ok((changed, Vec::new())),
                 }
-                Ok((changed, warnings))
             }
             Err(why) => {
                 let message = format!("rule {:?}: {why}", rule.name);

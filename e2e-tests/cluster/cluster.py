@@ -95,17 +95,8 @@ class Cluster:
                 raise
         # The ServiceAccount admission plugin refuses Pods until the
         # service-account controller has made the namespace's `default`.
-        wait_until(lambda: self._exists(f"/api/v1/namespaces/{name}/serviceaccounts/default"), 60,
+        wait_until(lambda: self.admin.exists(f"/api/v1/namespaces/{name}/serviceaccounts/default"), 60,
                    f"ServiceAccount default in {name}")
-
-    def _exists(self, path):
-        try:
-            self.admin.get(path)
-            return True
-        except control_plane.ApiError as e:
-            if e.status == 404:
-                return False
-            raise
 
     def install_webhooks(self, policies):
         for policy in policies:

@@ -2,8 +2,11 @@
 over M Nodes (copies of the realistic 19 KB Node), bound by the real
 scheduler through policy-server as the webhook, with: no webhook, the floor
 policy (reads the Node, writes two annotations, checks nothing), the default
-settings, Kyverno's mutate-pod-binding sample and the README's MutatingPolicy.
-The setups take turns, round after round, in one run.
+settings, Kyverno's mutate-pod-binding sample and the README's MutatingPolicy;
+and, for the same two documents, Kyverno's own admission controller (v1.19.1,
+out of cluster, e2e-tests/cluster/kyverno_controllers.py) as the webhook,
+each document installed in Kyverno as its users install it, for its rows
+only. The setups take turns, round after round, in one run.
 
 Each round creates the N Pods first, selecting a Node label no Node has yet
 (each creation goes through the webhook's `pods` CREATE rule: Pods created a
@@ -18,6 +21,7 @@ server, the scheduler and the webhook set the pace, not the default 50
 requests a second, which would cap every row alike.
 """
 import argparse
+import copy
 import http.client
 import json
 import os
@@ -36,10 +40,18 @@ sys.path.insert(0, HERE)
 import cluster as clusters  # noqa: E402
 import harness  # noqa: E402  (e2e-tests/load, on the path through control_plane)
 import kubewarden  # noqa: E402
+import kyverno_controllers  # noqa: E402
 from cluster_test import policy_for  # noqa: E402
 from nodes import ZONE  # noqa: E402
 
-SETUPS = ["none", "floor", "default", "kyverno", "mutating-policy"]
+SETUPS = ["none", "floor", "default", "kyverno", "mutating-policy", "in-kyverno", "in-kyverno-mpol"]
+# Rows whose webhook is Kyverno's admission controller, with the document it runs.
+KYVERNO_SETUPS = {"in-kyverno": "kyverno", "in-kyverno-mpol": "mutating-policy"}
+LABELS = {"none": "no webhook", "floor": "floor policy", "default": "default settings",
+          "kyverno": "Kyverno `mutate-pod-binding`", "mutating-policy": "README's MutatingPolicy",
+          "in-kyverno": "Kyverno `mutate-pod-binding` in Kyverno",
+          "in-kyverno-mpol": "README's MutatingPolicy in Kyverno",
+          "default-every-pod": "default settings, webhook on every Pod creation"}
 
 
 def settings_of(setup):
@@ -48,6 +60,16 @@ def settings_of(setup):
     if setup == "mutating-policy":
         return clusters.e2e_case("cel_mutate_pod_binding")["settings"]
     return {}
+
+
+def kyverno_document(setup):
+    """What a Kyverno user installs for a Kyverno row: Kyverno's
+    mutate-pod-binding sample as Kyverno publishes it (a ClusterPolicy without
+    failurePolicy, background off), or the README's MutatingPolicy."""
+    if KYVERNO_SETUPS[setup] == "mutating-policy":
+        return copy.deepcopy(settings_of("mutating-policy"))
+    return {"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "mutate-pod-binding"},
+            "spec": {"background": False, "rules": copy.deepcopy(settings_of("kyverno")["rules"])}}
 
 
 def bench_policy(setup):
@@ -132,13 +154,63 @@ def watch_bindings(plane, namespace, expected, bound, stop, ready, prefix="p"):
 RELEASE_LABEL = "example.com/bench-round"
 
 
-def one_round(cluster, connection, setup, index, pods, threads, single):
+class PeakRss:
+    """The highest resident set size of a process while the block runs,
+    sampled from /proc every 50 ms (VmHWM is the whole life's peak)."""
+
+    def __init__(self, pid):
+        self.pid, self.peak, self.stop = pid, 0, threading.Event()
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+
+    def rss(self):
+        try:
+            with open(f"/proc/{self.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
+
+    def sample(self):
+        while not self.stop.is_set():
+            self.peak = max(self.peak, self.rss())
+            time.sleep(0.05)
+
+    def __enter__(self):
+        if self.pid:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self.stop.set()
+        if self.pid:
+            self.thread.join()
+
+
+def one_round(cluster, connection, setup, index, pods, threads, single, kyverno=None):
     """Creates `pods` Pods that select a Node label no Node has yet (each
     creation passes the webhook's `pods` CREATE rule), then gives every Node
     that label at once and times the scheduler binding them all (each binding
-    passes the webhook's `pods/binding` rule)."""
+    passes the webhook's `pods/binding` rule). `kyverno`: Kyverno's
+    controllers, when they run beside policy-server."""
     namespace = f"bench-{setup}-{index}"
-    cluster.ensure_namespace(namespace, labels={"bench-setup": setup})
+    labels = {"bench-setup": setup}
+    extra = kyverno.processes if kyverno else []
+    server = cluster.policy_server.process
+    if setup in KYVERNO_SETUPS:
+        labels[kyverno_controllers.SIDE_LABEL] = "kyverno"
+        server = kyverno.admission
+    cluster.ensure_namespace(namespace, labels=labels)
+    with PeakRss(server.pid if server and setup != "none" else None) as peak:
+        result = burst(cluster, connection, setup, index, namespace, pods, threads, single, extra)
+    result["peak_rss_mib"] = peak.peak / 2**20
+    cluster.admin.request("DELETE", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0")
+    cluster.admin.delete(f"/api/v1/namespaces/{namespace}")
+    return result
+
+
+def burst(cluster, connection, setup, index, namespace, pods, threads, single, extra):
     spec = clusters.pod_spec(node_selector={RELEASE_LABEL: namespace})
 
     def create(i):
@@ -158,13 +230,13 @@ def one_round(cluster, connection, setup, index, pods, threads, single):
     def release(node):
         connection.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {RELEASE_LABEL: namespace}}})
 
-    cpu_before = cpu_seconds(cluster)
+    cpu_before = cpu_seconds(cluster, extra)
     released = time.monotonic()
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(release, [n for n in cluster.nodes if n != "node-bare"]))
     watcher.join(timeout=300)
     stop.set()
-    cpu = {name: (after - cpu_before.get(name, 0.0)) * 1000 / pods for name, after in cpu_seconds(cluster).items()}
+    cpu = {name: (after - cpu_before.get(name, 0.0)) * 1000 / pods for name, after in cpu_seconds(cluster, extra).items()}
     listed = [p for p in cluster.pods(namespace) if p["spec"].get("nodeName")]
     time.sleep(2)  # the API server and the scheduler settle after the burst
     alone = one_at_a_time(cluster, connection, namespace, single)
@@ -177,8 +249,6 @@ def one_round(cluster, connection, setup, index, pods, threads, single):
               "per_second": len(bound) / (last - released),
               "p50_ms": 1000 * percentile(latencies, 50), "p99_ms": 1000 * percentile(latencies, 99),
               "cpu_ms_per_pod": cpu, "alone_ms": alone}
-    cluster.admin.request("DELETE", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0")
-    cluster.admin.delete(f"/api/v1/namespaces/{namespace}")
     return result
 
 
@@ -205,10 +275,11 @@ def one_at_a_time(cluster, connection, namespace, count):
     return sorted(times)
 
 
-def cpu_seconds(cluster):
-    """CPU seconds (user and system) each component has used so far."""
+def cpu_seconds(cluster, extra=()):
+    """CPU seconds (user and system) each component (and each of `extra`,
+    processes) has used so far."""
     found = {}
-    processes = [(os.path.basename(p.args[0]), p.pid) for p in cluster.plane.processes]
+    processes = [(os.path.basename(p.args[0]), p.pid) for p in [*cluster.plane.processes, *extra]]
     if cluster.policy_server.process:
         processes.append(("policy-server", cluster.policy_server.process.pid))
     for name, pid in processes:
@@ -246,14 +317,23 @@ def main():
     if missing or not os.path.exists(args.policy) or not os.path.exists(args.floor):
         print(f"cluster bench: SKIPPED ({', '.join(missing) or 'annotated modules missing (needs kwctl)'})")
         return 0
+    kyverno_bin = None
+    if any(s in KYVERNO_SETUPS for s in SETUPS):
+        kyverno_bin = kyverno_controllers.build()
     work = tempfile.mkdtemp(prefix="cluster-bench-")
     cluster = clusters.Cluster(work, node_count=args.nodes, scheduler_qps=5000)
+    kyverno = kyverno_controllers.KyvernoControllers(cluster, kyverno_bin) if kyverno_bin else None
     results = []
     try:
-        for component, version in cluster.versions().items():
-            print(f"{component:24} {version}")
+        versions = cluster.versions()
+        if kyverno:
+            versions.update({f"Kyverno {name}": v for name, v in kyverno.versions().items()})
+        for component, version in versions.items():
+            print(f"{component:32} {version}")
         cluster.start()
-        policies = {s: bench_policy(s) for s in SETUPS if s != "none"}
+        if kyverno:
+            kyverno.start(kyverno_controllers.module_dir())
+        policies = {s: bench_policy(s) for s in SETUPS if s not in ("none", *KYVERNO_SETUPS)}
         entries = {}
         for setup, policy in policies.items():
             entries[kubewarden.unique_name(policy)] = kubewarden.policies_entry(
@@ -265,10 +345,22 @@ def main():
         connection = Connection(cluster.plane)
         # A warm-up round of the default settings: connections, caches, JIT-free wasm instances.
         one_round(cluster, connection, "default", 0, min(100, args.pods), args.threads, 5)
+        for setup in SETUPS:
+            if setup in KYVERNO_SETUPS:
+                # Kyverno's warm-up: the document compiled, its client and caches.
+                with kyverno_controllers.installed(cluster.admin, kyverno_document(setup)):
+                    one_round(cluster, connection, setup, 0, min(100, args.pods), args.threads, 5, kyverno)
         for r in range(1, args.rounds + 1):
             order = SETUPS[r % len(SETUPS):] + SETUPS[:r % len(SETUPS)]
             for setup in order:
-                result = one_round(cluster, connection, setup, r, args.pods, args.threads, args.alone)
+                if setup in KYVERNO_SETUPS:
+                    # Installed in Kyverno for its own rows only: Kyverno's
+                    # policies apply in every namespace its webhooks see.
+                    with kyverno_controllers.installed(cluster.admin, kyverno_document(setup)):
+                        result = one_round(cluster, connection, setup, r, args.pods, args.threads, args.alone,
+                                           kyverno)
+                else:
+                    result = one_round(cluster, connection, setup, r, args.pods, args.threads, args.alone, kyverno)
                 results.append(result)
                 print(f"round {r} {setup:16} created at {result['created_per_second']:.0f}/s; "
                       f"{result['bound']}/{result['pods']} bound ({result['bound_listed']} listed) "
@@ -279,6 +371,8 @@ def main():
         traceback.print_exc()
         return 1
     finally:
+        if kyverno:
+            kyverno.stop()
         cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
     print_table(results, args)
@@ -298,11 +392,13 @@ def print_table(results, args):
           "| Pods created/s (vs no webhook) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     components = ["kube-apiserver", "etcd", "kube-scheduler", "policy-server"]
+    if any(s in KYVERNO_SETUPS for s in SETUPS):
+        components += ["kyverno", "background-controller"]
     cpu_rows = []
     for setup in SETUPS:
         rows = [r for r in results if r["setup"] == setup]
         cpu_rows.append((setup, [statistics.median(r["cpu_ms_per_pod"].get(c, 0.0) for r in rows)
-                                 for c in components]))
+                                 for c in components], max(r["peak_rss_mib"] for r in rows)))
         rate = statistics.median(r["per_second"] for r in rows)
         p50 = statistics.median(r["p50_ms"] for r in rows)
         p99 = statistics.median(r["p99_ms"] for r in rows)
@@ -321,11 +417,30 @@ def print_table(results, args):
         print(f"| {setup} | {p50:.1f} | {p99:.1f} | {p50 - percentile(alone['none'], 50):+.1f} | "
               f"{p99 - percentile(alone['none'], 99):+.1f} |")
 
-    print("\nCPU milliseconds per Pod while the Pods are bound, medians:")
-    print("| setup | " + " | ".join(components) + " |")
-    print("| --- |" + " ---: |" * len(components))
-    for setup, values in cpu_rows:
-        print(f"| {setup} | " + " | ".join(f"{v:.2f}" for v in values) + " |")
+    print("\nCPU milliseconds per Pod while the Pods are bound, medians; the webhook server's peak RSS over the rounds:")
+    print("| setup | " + " | ".join(components) + " | webhook server peak RSS MiB |")
+    print("| --- |" + " ---: |" * (len(components) + 1))
+    for setup, values, peak in cpu_rows:
+        print(f"| {setup} | " + " | ".join(f"{v:.2f}" for v in values) + f" | {peak:.0f} |")
+    print_kyverno_comparison(results)
+
+
+def print_kyverno_comparison(results):
+    """This policy against Kyverno's admission controller doing the same job:
+    each document's row here over its row in Kyverno, paired by round."""
+    for ours, theirs in (("kyverno", "in-kyverno"), ("mutating-policy", "in-kyverno-mpol")):
+        pairs = [(a, b) for a in results if a["setup"] == ours
+                 for b in results if b["setup"] == theirs and b["round"] == a["round"]]
+        if not pairs:
+            continue
+        ratios = sorted(a["per_second"] / b["per_second"] for a, b in pairs)
+        p99 = [statistics.median(r[i]["p99_ms"] for r in pairs) for i in (0, 1)]
+        rss = [max(r[i]["peak_rss_mib"] for r in pairs) for i in (0, 1)]
+        what = "Kyverno's mutate-pod-binding" if ours == "kyverno" else "the README's MutatingPolicy"
+        line = (f"this policy vs Kyverno's admission controller: {statistics.median(ratios):.2f}x Pods bound a second "
+                f"({what}; paired by round, {ratios[0]:.2f}x to {ratios[-1]:.2f}x); p99 wait {p99[0]:.0f} ms vs "
+                f"{p99[1]:.0f} ms; webhook server peak RSS {rss[0]:.0f} MiB vs {rss[1]:.0f} MiB")
+        print(("\n" if ours == "kyverno" else "") + line)
 
 
 if __name__ == "__main__":

@@ -108,6 +108,16 @@ class Client:
     def get(self, path):
         return self.request("GET", path)
 
+    def exists(self, path):
+        """Whether the object at `path` is there (a 404 says it is not)."""
+        try:
+            self.get(path)
+            return True
+        except ApiError as e:
+            if e.status == 404:
+                return False
+            raise
+
     def create(self, path, obj):
         return self.request("POST", path, obj)
 

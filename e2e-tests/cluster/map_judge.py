@@ -413,11 +413,11 @@ def refusal(error):
         return error.body
 
 
-def diff(a, b, path=""):
-    """The paths where a (Kubernetes) and b (this policy) differ, with both values."""
+def diff(a, b, path="", reference="kubernetes"):
+    """The paths where a (the reference) and b (this policy) differ, with both values."""
     if isinstance(a, dict) and isinstance(b, dict):
         out = {}
         for k in sorted(set(a) | set(b)):
-            out.update(diff(a.get(k), b.get(k), f"{path}/{k}"))
+            out.update(diff(a.get(k), b.get(k), f"{path}/{k}", reference))
         return out
-    return {} if a == b else {path: {"kubernetes": a, "policy": b}}
+    return {} if a == b else {path: {reference: a, "policy": b}}
