@@ -227,12 +227,10 @@ impl<'a> Pipeline<'a> {
                         // Nothing to mutate (DELETE, CONNECT) or no request data.
                         break;
                     };
-                    let run = match policy_run.take() {
-                        Some(run) if std::ptr::eq(run.group, group) => run,
-                        _ => PolicyRun::start(group, &mut outcome),
-                    };
-                    let failed = run.failed;
-                    policy_run = Some(run);
+                    // Any run of another policy ended above.
+                    let failed = policy_run
+                        .get_or_insert_with(|| PolicyRun::start(group, &mut outcome))
+                        .failed;
                     if failed {
                         continue;
                     }

@@ -297,10 +297,7 @@ pub fn may_match_bindings(rule: &RuleSpec) -> bool {
     let Some(spec) = rule.match_.as_deref() else {
         return false;
     };
-    let filters = spec.any.iter().chain(spec.all.iter()).flatten();
-    filters
-        .filter_map(|filter| filter.resources.as_deref())
-        .chain(spec.resources.as_deref())
+    super::autogen::descriptions(spec)
         .flat_map(|resources| &resources.kinds)
         .any(|kind| kind_pattern_matches(kind, "", "v1", "Pod", "binding"))
 }
