@@ -222,6 +222,14 @@ run_case() {
   run_case kyverno_autogen_none
 }
 
+@test "cel_autogen_deployment_template: a MutatingPolicy on Pods mutates a Deployment's template through Kyverno's rewrite" {
+  run_case cel_autogen_deployment_template
+}
+
+@test "cel_autogen_nested_metadata_fails: Kyverno's rewrite keeps a nested Object.metadata name, and the Deployment is refused" {
+  run_case cel_autogen_nested_metadata_fails
+}
+
 @test "recipe_pod_name_at_binding: the Pod's own name as an annotation and a label at binding time" {
   run_case recipe_pod_name_at_binding
 }

@@ -456,13 +456,15 @@ impl<'a> Pipeline<'a> {
                 .filter(|_| inputs.facts.sub_resource.is_empty());
         let pod_facts;
         let view;
-        let (facts, subject) = match template {
+        let generated;
+        let (facts, subject, rule) = match template {
             Some(pointer) => {
                 pod_facts = inputs.facts.for_pod_template();
                 view = crate::autogen::view(object, pointer);
-                (&pod_facts, &view)
+                generated = crate::kyverno::autogen::generated(rule);
+                (&pod_facts, &view, generated.as_ref().unwrap_or(rule))
             }
-            None => (&*inputs.facts, &*object),
+            None => (&*inputs.facts, &*object, rule),
         };
         let engine = Engine {
             policy_namespace: group.namespace.as_deref(),

@@ -461,6 +461,9 @@ fn cel_examples_on_bindings_set_failure_policy_and_the_default_is_warned_about()
     let mut pods = policy.clone();
     pods["metadata"]["name"] = json!("pods");
     pods["spec"]["matchConstraints"]["resourceRules"][0]["resources"] = json!(["pods"]);
+    // (Its autogen for controllers would be warned about: see
+    // cel::conformance, pod_mutations_reach_controller_templates_...)
+    pods["spec"]["autogen"] = json!({"podControllers": {"controllers": []}});
     let mut admission = policy.clone();
     admission["apiVersion"] = json!("admissionregistration.k8s.io/v1");
     admission["kind"] = json!("MutatingAdmissionPolicy");

@@ -374,11 +374,27 @@ def fixed_deployment():
     return clusters.deployment("judge", 1)
 
 
+def pod_metadata(pod):
+    meta = pod.get("metadata") or {}
+    return {"labels": meta.get("labels") or {}, "annotations": meta.get("annotations") or {}}
+
+
+def has_targets(doc):
+    """Kyverno's mutate-existing: rules with mutate.targets, or a MutatingPolicy's mutateExisting."""
+    return any((r.get("mutate") or {}).get("targets") for r in doc["spec"].get("rules") or []) or \
+        bool(((doc["spec"].get("evaluation") or {}).get("mutateExisting") or {}).get("enabled"))
+
+
 class Sides:
     def __init__(self, cluster, bind_seconds=20):
         self.cluster = cluster
         self.admin = cluster.admin
         self.bind_seconds = bind_seconds
+        # Mutate-existing documents: {namespace: seconds from the Pod's binding until its labels or
+        # annotations changed (None: no change)}, and {namespace: the Pod's metadata when first
+        # seen bound}.
+        self.label_delays = {}
+        self.bound_metadata = {}
 
     def workloads(self, case, namespace, settle=None):
         """{workload: (outcome, value)}: outcome stored / refused / pending."""
@@ -401,6 +417,9 @@ class Sides:
             pod = self.cluster.pod(namespace, name)
             if pod["spec"].get("nodeName"):
                 result = ("stored", pod)
+                self.bound_metadata[namespace] = pod_metadata(pod)
+                if settle:
+                    self.label_delays[namespace] = self.metadata_change(namespace, name, pod)
                 break
             refused = [e for e in self.cluster.events(namespace, name)
                        if "denied" in e or "rejected" in e or "Binding" in e or "Bind plugin" in e]
@@ -416,6 +435,19 @@ class Sides:
         self.admin.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}",
                            {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
         return result
+
+    def metadata_change(self, namespace, name, bound, seconds=60):
+        """Seconds from `bound` (the Pod first seen bound) until its labels or annotations change; None when
+        they have not changed once Kyverno has no UpdateRequest left (after 2 s at least), or in `seconds`."""
+        start = time.time()
+        requests = f"/apis/kyverno.io/v2/namespaces/{kyverno_controllers.NAMESPACE}/updaterequests"
+        while time.time() < start + seconds:
+            if pod_metadata(self.cluster.pod(namespace, name)) != pod_metadata(bound):
+                return time.time() - start
+            if time.time() > start + 2 and not self.admin.get(requests)["items"]:
+                return None
+            time.sleep(0.05)
+        return None
 
     def deployment(self, namespace, body):
         try:
@@ -479,9 +511,7 @@ class KyvernoSide:
                 notes.append(f"Kyverno's webhooks do not cover {needed} after 30 s")
         # The API server picks the updated webhook configuration up from its informer.
         time.sleep(1.5)
-        targets = any((r.get("mutate") or {}).get("targets") for r in doc["spec"].get("rules") or []) or \
-            bool(((doc["spec"].get("evaluation") or {}).get("mutateExisting") or {}).get("enabled"))
-        out = self.sides.workloads(case, k_ns, settle=(lambda: self.settle_background()) if targets else None)
+        out = self.sides.workloads(case, k_ns, settle=(lambda: self.settle_background()) if has_targets(doc) else None)
         self.admin.delete(item)
         kyverno_controllers.wait(lambda: not self.admin.exists(item), 60, f"{case.name} deleted")
         return None, out, notes
@@ -787,6 +817,24 @@ def main():
                 findings.append((c, detail))
                 print(f"{c.name}: DIFFERENT {detail}{note}")
         phase("comparison", start)
+        print("mutate-existing: how long after a Pod's binding its labels or annotations changed (Kyverno: its "
+              "background controller; this policy: in the answer to the Binding, so before the Pod is seen bound)")
+        for c in cases:
+            k_ns, o_ns, _ = namespaces(c)
+            if k_ns not in sides.label_delays:
+                continue
+            delay = sides.label_delays[k_ns]
+            kyv_text = f"{delay:.2f} s" if delay is not None else "no change"
+            final = (kyv_results[c.index][1].get("pod") or (None, None))[1]
+            at_bind = sides.bound_metadata.get(o_ns)
+            if at_bind is None:
+                ours_text = "no Pod bound"
+            elif isinstance(final, dict) and at_bind == pod_metadata(final):
+                ours_text = "0 s: on the Pod when it was bound, as Kyverno's Pod ended"
+            else:
+                ours_text = "on the Pod when it was bound" if at_bind != sides.bound_metadata.get(k_ns) else \
+                    "no change"
+            print(f"  {c.name}: Kyverno {kyv_text}; this policy {ours_text}")
         unexplained = len(findings)
         print(f"kyverno-judge: {len(cases)} documents, {alike} alike, {explained} explained, {unexplained} unexplained")
         for cls, n in sorted(classes.items()):

@@ -12,6 +12,7 @@ use ::cel::IdedExpr;
 use ::cel::common::ast::{CallExpr, Expr};
 
 use super::ast::children;
+use super::autogen;
 use super::policy::CelPolicy;
 use super::spec::{self, CelKind, CelSpec, Place};
 use super::{
@@ -334,6 +335,7 @@ pub fn compile(
         params,
         namespace,
         autogen,
+        rewritten_for_template: false,
         patchers,
         exceptions: Vec::new(),
         bound_pod,
@@ -344,6 +346,37 @@ pub fn compile(
         check_expressions(&policy)?;
     }
     Ok(policy)
+}
+
+/// What Kyverno's autogen rewrite of a Pod policy ([`autogen`]) does not
+/// survive: Kyverno's webhook then fails those controllers' requests, and
+/// so does this policy; said when the policy is loaded.
+pub fn autogen_warning(policy: &CelPolicy) -> Option<String> {
+    if !policy.runs_on_admission() {
+        return None;
+    }
+    let (job_templates, templates): (Vec<&String>, Vec<&String>) =
+        policy.autogen.iter().partition(|kind| *kind == "CronJob");
+    let mut failing = Vec::new();
+    let mut first = None;
+    for (controllers, template) in [
+        (templates, autogen::Template::Spec),
+        (job_templates, autogen::Template::JobTemplate),
+    ] {
+        if controllers.is_empty() {
+            continue;
+        }
+        if let Err(why) = check_expressions(&autogen::rewritten(policy, template)) {
+            failing.extend(controllers.iter().map(|kind| kind.as_str()));
+            first.get_or_insert(why);
+        }
+    }
+    let why = first?;
+    Some(format!(
+        "{}: Kyverno's autogen runs this Pod policy on {} with its expressions rewritten for the Pod template, and the rewrite does not hold: {why}; on them Kyverno fails the policy when that expression runs, and so does this policy (failurePolicy decides); name the controllers the policy suits in spec.autogen.podControllers.controllers ([] for none)",
+        policy.at,
+        failing.join(", ")
+    ))
 }
 
 /// Parses every expression; refuses what cannot run here.

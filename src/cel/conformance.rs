@@ -287,17 +287,20 @@ fn policies_run_in_order_each_seeing_the_last() {
 }
 
 #[test]
-fn pod_mutations_reach_controller_templates_with_autogen() {
-    let policy = |controllers: Value| {
+fn pod_mutations_reach_controller_templates_as_kyverno_rewrites_them() {
+    let policy = |controllers: Value, expression: &str| {
         mutating_policy(
             json!({"matchConstraints": {"resourceRules": [{"apiGroups": [""],
             "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
             "autogen": {"podControllers": {"controllers": controllers}},
             "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
-                "Object{metadata: Object.metadata{labels: {'seen': object.metadata.labels.app}}}"}}]}),
+                expression}}]}),
         )
     };
-    let response = run("deployment.json", policy(json!(["Deployment"])));
+    // `object.spec` and `object.metadata.labels` are the template's, and
+    // the root `Object{spec: ...}` is moved into the template.
+    let spec = "Object{spec: Object.spec{hostname: object.metadata.labels.app}}";
+    let response = run("deployment.json", policy(json!(["Deployment"]), spec));
     assert!(
         response.accepted && response.warnings.is_none(),
         "{:?} {:?}",
@@ -305,14 +308,38 @@ fn pod_mutations_reach_controller_templates_with_autogen() {
         response.warnings
     );
     let mutated = response.mutated_object.unwrap_or_default();
-    // The template is seen as a Pod would be: `object.metadata` is its own.
     assert_eq!(
-        mutated.pointer("/spec/template/metadata/labels"),
-        Some(&json!({"app": "web", "seen": "web"}))
+        mutated.pointer("/spec/template/spec/hostname"),
+        Some(&json!("web"))
     );
-    assert!(mutated.pointer("/metadata/labels/seen").is_none());
-    let response = run("deployment.json", policy(json!([])));
-    assert!(response.mutated_object.is_none());
+    assert!(mutated.pointer("/spec/hostname").is_none());
+    // A nested `Object.metadata{...}` keeps its name under the template,
+    // and Kyverno's type check fails it (failurePolicy Fail).
+    let labels = "Object{metadata: Object.metadata{labels: {'seen': object.metadata.labels.app}}}";
+    let response = run("deployment.json", policy(json!(["Deployment"]), labels));
+    assert!(!response.accepted);
+    let message = response.message.unwrap_or_default();
+    assert!(
+        message.contains(
+            "unexpected type name \"Object.metadata\", expected \"Object.spec.template.metadata\""
+        ),
+        "{message}"
+    );
+    let response = run("deployment.json", policy(json!([]), labels));
+    assert!(response.accepted && response.mutated_object.is_none());
+    // Said at load, for each kind of template.
+    let warnings =
+        |settings: Value| crate::check_settings_and_warn(settings.to_string().as_bytes()).1;
+    let warned = warnings(policy(json!(["Deployment", "CronJob"]), labels));
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].contains("on Deployment, CronJob with its expressions rewritten"),
+        "{warned:?}"
+    );
+    assert_eq!(
+        warnings(policy(json!(["Deployment"]), spec)),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
@@ -601,18 +628,16 @@ fn a_failing_variable_fails_only_what_reaches_it() {
 #[test]
 fn libraries_run_in_mutations() {
     // The shape of kyverno/kyverno test/cli/test-mutating-policy/cel-regex-replace
-    // and kyverno/policies add-imagepullsecrets-for-containers-and-initcontainers,
-    // over a Deployment's template through autogen.
+    // and kyverno/policies add-imagepullsecrets-for-containers-and-initcontainers.
     let policy = mutating_policy(json!({
         "matchConstraints": {"resourceRules": [{"apiGroups": [""],
             "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
-        "autogen": {"podControllers": {"controllers": ["deployments"]}},
         "variables": [{"name": "hub",
             "expression": "object.spec.containers.exists(c, image(c.image).registry() == 'index.docker.io')"}],
         "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
             "Object{metadata: Object.metadata{labels: {'hub': string(variables.hub), 'size': string(quantity('1Gi').asInteger())}}, spec: Object.spec{containers: object.spec.containers.map(c, Object.spec.containers{name: c.name, image: regex.replace(image(c.image).registry() + '/' + image(c.image).repository(), '^index\\\\.docker\\\\.io/(.*)', r'mirror.example.com/\\1')})}}"}}]
     }));
-    let response = run("deployment.json", policy);
+    let response = run("pod-with-node-name.json", policy);
     assert!(
         response.accepted && response.warnings.is_none(),
         "{:?} {:?}",
@@ -621,12 +646,16 @@ fn libraries_run_in_mutations() {
     );
     let mutated = response.mutated_object.unwrap_or_default();
     assert_eq!(
-        mutated.pointer("/spec/template/spec/containers/0/image"),
+        mutated.pointer("/spec/containers/0/image"),
         Some(&json!("mirror.example.com/library/nginx"))
     );
     assert_eq!(
-        mutated.pointer("/spec/template/metadata/labels"),
-        Some(&json!({"app": "web", "hub": "true", "size": "1073741824"}))
+        mutated.pointer("/metadata/labels/hub"),
+        Some(&json!("true"))
+    );
+    assert_eq!(
+        mutated.pointer("/metadata/labels/size"),
+        Some(&json!("1073741824"))
     );
 }
 
@@ -698,13 +727,14 @@ fn kyverno_policies_see_the_object_in_request() {
 fn kyverno_generates_pod_controller_mutations_by_default() {
     // As kyverno/policies other-mpol/mutate-large-termination-gps: no `autogen`
     // in the policy, and a Deployment's template is mutated; `object.metadata`
-    // outside labels and annotations is the controller's.
+    // outside labels and annotations is the controller's (Kyverno's rewrite
+    // leaves `object.metadata.name` as it is).
     let policy = mutating_policy(json!({
         "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
             "operations": ["CREATE"], "resources": ["pods"]}]},
         "matchConditions": [{"name": "in-namespace", "expression": "object.metadata.namespace != ''"}],
         "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
-            "Object{metadata: Object.metadata{labels: {'seen': object.metadata.name}}}"}}]
+            "Object{spec: Object.spec{hostname: object.metadata.name}}"}}]
     }));
     let mut deployment = request("deployment.json");
     deployment["object"]["metadata"]["labels"] = json!({"tier": "front"});
@@ -722,7 +752,7 @@ fn kyverno_generates_pod_controller_mutations_by_default() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(
-        mutated.pointer("/spec/template/metadata/labels/seen"),
+        mutated.pointer("/spec/template/spec/hostname"),
         Some(&name),
         "{mutated}"
     );

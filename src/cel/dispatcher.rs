@@ -10,6 +10,7 @@ use super::evaluation::Evaluation;
 use super::patchers::{Patcher, Patching};
 use super::policy::CelPolicy;
 use super::request::Evaluated;
+use super::result_types;
 use super::values::to_json;
 use crate::policy_options::FailurePolicy;
 
@@ -120,6 +121,14 @@ fn mutate_once<'a>(
 ) -> Result<Value, String> {
     let i = patcher.index;
     let at = || policy.path(patcher.place());
+    // Kyverno's rewrite can leave a nested construction's type name off
+    // its new path; Kyverno's type check then fails the mutation.
+    if policy.rewritten_for_template
+        && let Some(Ok(compiled)) = policy.compiled(&patcher.expression)
+        && let Some(why) = result_types::misnamed(patcher.place(), &compiled.expression)
+    {
+        return Err(format!("mutations[{i}]: {why}"));
+    }
     evaluation.in_mutation = true;
     let result = evaluation.evaluate(&patcher.expression, at);
     evaluation.in_mutation = false;

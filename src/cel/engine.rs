@@ -9,7 +9,7 @@
 use ::cel::Value as CelValue;
 use serde_json::Value;
 
-use super::autogen::{template_pointer, template_view, write_back};
+use super::autogen::{self, template_for};
 use super::dispatcher::{check_exceptions, condition_holds, mutate};
 use super::evaluation::Evaluation;
 use super::matching;
@@ -46,27 +46,25 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
     let Some(constraints) = &policy.spec.match_constraints else {
         return Ok(CelResult::Skipped);
     };
-    // Autogen: a Pod policy over a controller runs on its Pod template.
-    let template = template_pointer(policy, request.facts, constraints);
+    // Autogen: over a Pod controller, Kyverno runs its rewrite of a Pod
+    // policy, matched as the Pod policy would match the template.
+    let rewritten;
     let pod_info;
-    let info = match template {
-        Some(_) => {
+    let (policy, info) = match template_for(policy, request.facts, constraints) {
+        Some(template) => {
+            rewritten = autogen::rewritten(policy, template);
             pod_info = request.facts.for_pod_template();
-            &pod_info
+            (&rewritten, &pod_info)
         }
-        None => request.facts,
+        None => (policy, request.facts),
     };
     if !matching::rules_match(constraints, info) {
         return Ok(CelResult::Skipped);
     }
-    let subject = match template {
-        Some(pointer) => template_view(object, pointer),
-        None => object.clone(),
-    };
-    if !matching::object_selected(constraints, Some(&subject)) {
+    if !matching::object_selected(constraints, Some(object)) {
         return Ok(CelResult::Skipped);
     }
-    let mut evaluation = Evaluation::new(policy, request, subject);
+    let mut evaluation = Evaluation::new(policy, request, object.clone());
     if constraints.namespace_selector.is_some() && !request.facts.namespace.is_empty() {
         let namespace = evaluation.namespace()?;
         if !matching::namespace_selected(constraints, Some(&namespace)) {
@@ -121,22 +119,9 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
             audit.push((format!("{}/{}", policy.name, annotation.key), value));
         }
     }
-    let schema = match template {
-        Some(_) => apply::schema_of("v1", "Pod"),
-        None => {
-            let field = |name: &str| object.get(name).and_then(Value::as_str).unwrap_or_default();
-            apply::schema_of(field("apiVersion"), field("kind"))
-        }
-    };
-    let (current, skipped) = mutate(policy, &mut evaluation, schema)?;
-    let mutated = match template {
-        Some(pointer) => {
-            let mut whole = object.clone();
-            write_back(&mut whole, pointer, current);
-            whole
-        }
-        None => current,
-    };
+    let field = |name: &str| object.get(name).and_then(Value::as_str).unwrap_or_default();
+    let schema = apply::schema_of(field("apiVersion"), field("kind"));
+    let (mutated, skipped) = mutate(policy, &mut evaluation, schema)?;
     Ok(CelResult::Mutated {
         object: mutated,
         audit,

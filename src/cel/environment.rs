@@ -24,6 +24,8 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     // first test, never by input.
     if libraries.strings {
         let _ = env.add_extension(::cel::extensions::strings);
+        // `format` as Kubernetes and Kyverno run it, under its own name.
+        libraries::string_format::register(&mut env);
     }
     if libraries.lists {
         let _ = env.add_extension(::cel::extensions::lists);

@@ -118,11 +118,15 @@ const LISTS: &[&str] = &[
 
 impl Libraries {
     /// Readies a parsed expression to run in an environment with these
-    /// libraries: `string(double)` as cel-go writes it, and, where the
+    /// libraries: `string(double)` as cel-go writes it, `format` as
+    /// Kubernetes' and Kyverno's strings library writes it, and, where the
     /// policy uses time, the operators over timestamps and durations, which
     /// are opaque to the crate's own.
     pub fn prepare(self, expression: &mut IdedExpr) {
         super::libraries::double_text::rewrite(expression);
+        if self.strings {
+            super::libraries::string_format::rewrite(expression);
+        }
         if self.time {
             super::libraries::time::rewrite_for_times(expression);
         }

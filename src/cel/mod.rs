@@ -60,6 +60,6 @@ pub(crate) mod type_check;
 mod types;
 pub mod values;
 
-pub use compiler::{check_api_version, compile};
+pub use compiler::{autogen_warning, check_api_version, compile};
 pub use policy::CelPolicy;
 pub use spec::{CelKind, Place};

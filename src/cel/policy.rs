@@ -35,8 +35,13 @@ pub struct CelPolicy {
     pub params: Option<Value>,
     /// A NamespacedMutatingPolicy applies only in its namespace.
     pub namespace: Option<String>,
-    /// Pod mutations also run over these controllers' Pod templates.
+    /// Pod mutations also run over these controllers (Kyverno's autogen,
+    /// [`super::autogen`]).
     pub autogen: Vec<String>,
+    /// This is Kyverno's autogen rewrite of a Pod policy, run over a
+    /// controller: its apply configurations' type names are checked when
+    /// they run, as Kyverno checks them (the document's own were at load).
+    pub rewritten_for_template: bool,
     /// One per mutation, in order (the document's `spec.mutations` is
     /// emptied into them).
     pub patchers: Vec<Patcher>,

@@ -6,6 +6,8 @@
 //! metadata and spec), which is what the rewritten expressions and patches
 //! see, and what it writes goes back into the template.
 
+use serde_json::json;
+
 use super::spec::{MatchSpec, ResourceDescription, RuleSpec};
 
 /// Whether Kyverno would generate rules for this policy: every rule matches
@@ -44,6 +46,64 @@ pub fn eligible(rules: &[RuleSpec]) -> bool {
         }
     }
     names_pods
+}
+
+/// The rule Kyverno generates for controllers, where it is not the rule
+/// itself run over the template's view: a rule with a strategic merge patch
+/// keeps only that patch; of each `foreach` entry Kyverno keeps the list,
+/// context, preconditions and strategic merge patch, dropping a nested
+/// `foreach` and `order`, and an entry with no patch of its own gets
+/// `{spec: {template: null}}`, which removes the Pod template (here the
+/// view's metadata and spec), so that the API server refuses the controller.
+/// `None` when the rule itself is what Kyverno generates.
+pub fn generated(rule: &RuleSpec) -> Option<RuleSpec> {
+    let mutate = rule.mutate.as_ref()?;
+    let entries = mutate.foreach.as_ref()?;
+    let kept_whole = mutate.patch_strategic_merge.is_none()
+        && entries.iter().all(|each| {
+            each.foreach.is_none() && each.order.is_none() && each.patch_strategic_merge.is_some()
+        });
+    if kept_whole {
+        return None;
+    }
+    let mut generated = rule.clone();
+    let mutate = generated.mutate.as_mut()?;
+    if mutate.patch_strategic_merge.is_some() {
+        mutate.foreach = None;
+    }
+    for each in mutate.foreach.iter_mut().flatten() {
+        each.foreach = None;
+        each.order = None;
+        if each.patch_strategic_merge.is_none() {
+            each.patch_strategic_merge = Some(json!({"metadata": null, "spec": null}));
+        }
+    }
+    Some(generated)
+}
+
+/// What [`generated`] changes, said at load: `None` when Kyverno's rule
+/// for controllers is the rule itself.
+pub fn generated_warning(rule: &RuleSpec) -> Option<&'static str> {
+    let mutate = rule.mutate.as_ref()?;
+    let entries = mutate.foreach.as_ref()?;
+    if mutate.patch_strategic_merge.is_some() {
+        return Some("keeps only its patchStrategicMerge: its foreach does not run on them");
+    }
+    if entries
+        .iter()
+        .any(|each| each.patch_strategic_merge.is_none())
+    {
+        return Some(
+            "gives a foreach entry without a patchStrategicMerge of its own (a nested foreach) `{spec: {template: null}}`, which removes the Pod template, so the API server refuses them",
+        );
+    }
+    if entries.iter().any(|each| each.foreach.is_some()) {
+        return Some("drops nested foreach loops");
+    }
+    entries
+        .iter()
+        .any(|each| each.order.is_some())
+        .then_some("drops the foreach order")
 }
 
 pub fn descriptions(spec: &MatchSpec) -> impl Iterator<Item = &ResourceDescription> {
@@ -94,6 +154,33 @@ mod tests {
         );
         assert!(!eligible(&[in_foreach]));
         assert!(eligible(&[pod_rule()]));
+    }
+
+    /// Kyverno's generated rule keeps each foreach entry's own patch only.
+    #[test]
+    fn a_nested_foreach_is_generated_as_kyverno_generates_it() {
+        assert!(generated(&pod_rule()).is_none());
+        let nested = rule(
+            json!({"name": "n", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "mutate": {"foreach": [{"list": "request.object.spec.containers", "order": "Ascending",
+                "foreach": [{"list": "element.env",
+                    "patchStrategicMerge": {"metadata": {"annotations": {"a": "b"}}}}]}]}}),
+        );
+        let entries = generated(&nested)
+            .and_then(|rule| rule.mutate)
+            .and_then(|mutate| mutate.foreach)
+            .unwrap();
+        assert_eq!(entries.len(), 1);
+        assert!(entries[0].foreach.is_none() && entries[0].order.is_none());
+        assert_eq!(
+            entries[0].patch_strategic_merge,
+            Some(json!({"metadata": null, "spec": null}))
+        );
+        assert!(
+            generated_warning(&nested)
+                .unwrap()
+                .contains("removes the Pod template")
+        );
     }
 
     fn pod_rule() -> RuleSpec {

@@ -126,11 +126,19 @@ impl Engine<'_> {
         depth: usize,
     ) -> Result<(), String> {
         let rt = self.functions;
-        let list = jmes::search_var(rt, &each.list, &scope.var())
+        let data = scope.var();
+        let list = jmes::search_var(rt, &each.list, &data)
             .map_err(|e| format!("foreach list {:?}: {e}", each.list))?;
+        // Kyverno's list: a field the object does not have fails the rule;
+        // anything but a list, null included, is a list of one.
+        if matches!(*list, Variable::Null) && jmes::names_missing_key(&each.list, &data) {
+            return Err(format!(
+                "foreach list {:?}: names a key the object does not have (Kyverno: Unknown key)",
+                each.list
+            ));
+        }
         let elements: Vec<Rcvar> = match &*list {
             Variable::Array(items) => items.clone(),
-            Variable::Null => Vec::new(),
             _ => vec![list.clone()],
         };
         if elements.len() > MAX_FOREACH_ELEMENTS {

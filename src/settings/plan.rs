@@ -192,6 +192,7 @@ impl PolicyPlan {
                 ));
             }
             warnings.extend(crate::cel::targets::warning(policy));
+            warnings.extend(crate::cel::autogen_warning(policy));
         }
         // Kyverno's default for a ClusterPolicy or Policy is Fail too.
         let mut warned: Option<&RuleGroup> = None;
@@ -208,6 +209,20 @@ impl PolicyPlan {
                 "{}: rule {:?} matches pods/binding and sets no failurePolicy, so it gets Fail, Kyverno's default (spec.webhookConfiguration.failurePolicy, then spec.failurePolicy, else Fail): a Node that cannot be read (or any other rule error) rejects the Binding, the scheduler retries, and Pods stay pending; set `failurePolicy: Ignore` to schedule them without the metadata, or `failurePolicy: Fail` to keep this",
                 group.label, rule.name,
             ));
+        }
+        // Kyverno's rule for Pod controllers is not always the Pod rule.
+        for (rule, group) in self.grouped_rules() {
+            if group.autogen.controllers.is_empty() {
+                continue;
+            }
+            if let Some(why) = crate::kyverno::autogen::generated_warning(rule) {
+                warnings.push(format!(
+                    "{}rule {:?}: Kyverno's autogen rule for {} {why}; name the controllers the rule suits in the pod-policies.kyverno.io/autogen-controllers annotation (none for none)",
+                    if group.label.is_empty() { String::new() } else { format!("{}: ", group.label) },
+                    rule.name,
+                    group.autogen.controllers.join(", "),
+                ));
+            }
         }
         for rule in &self.copy {
             // Keys under kubernetes.io/ and k8s.io/ are written only by an

@@ -23,7 +23,7 @@ use ::cel::objects::Opaque;
 use ::cel::{Env, ExecutionError, Value};
 
 use super::{
-    dyn_type, error, global, int, int_type, member, opaque, opaque_arg, owned, string, string_type,
+    dyn_type, error, global, int, int_type, member, opaque, opaque_arg, string, string_type,
 };
 use crate::shared::time::Instant;
 use crate::shared::units::Duration as GoDuration;
@@ -133,7 +133,6 @@ pub fn register(env: &mut Env) {
     global(env, "string", "t", vec![ts()], to_string);
     global(env, "string", "d", vec![dur()], to_string);
     global(env, "int", "t", vec![ts()], to_int);
-    global(env, FORMAT_ARGS, "l", vec![dyn_type()], format_args);
     // Overload ids need only differ within one function: short ones keep
     // the static data small (docs/performance.md, "Layout").
     for (name, op) in GETTERS {
@@ -339,23 +338,11 @@ const OPERATORS: [(&str, usize, &str, super::Function); 7] = [
     (operators::NEGATE, 1, "@t-_", negate),
 ];
 
-/// What `'%s'.format(list)`'s list goes through in a policy that uses time
-/// (see [`format_args`]).
-const FORMAT_ARGS: &str = "@tfmt";
-
 /// Rewrites `expr`'s arithmetic and ordering operators into the calls above,
-/// so that they reach timestamps and durations, and hands `format` its
-/// arguments through [`format_args`].
+/// so that they reach timestamps and durations. (`format` needs no rewrite:
+/// the project's own reads times, see [`format_text`].)
 pub fn rewrite_for_times(expr: &mut IdedExpr) {
     crate::cel::ast::children_mut(expr, &mut rewrite_for_times);
-    if let Expr::Call(call) = &mut expr.expr
-        && call.target.is_some()
-        && call.func_name == "format"
-        && let [list] = call.args.as_mut_slice()
-    {
-        super::wrap_in_call(list, FORMAT_ARGS);
-        return;
-    }
     if let Expr::Call(call) = &mut expr.expr
         && call.target.is_none()
         && let Some((.., name, _)) = OPERATORS
@@ -366,34 +353,17 @@ pub fn rewrite_for_times(expr: &mut IdedExpr) {
     }
 }
 
-/// The strings extension's `format` knows only the crate's own values, so
-/// each timestamp and duration in its list (in nested lists and maps too) is
-/// written as `string()` writes it: what cel-go's `%s` prints. Any other
-/// clause refuses the text as it would refuse the time (`%d` of a duration).
-fn format_args<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let value = match args.first() {
-        Some(arg) => Value::try_from(arg.as_ref())?,
-        None => return Err(error(FORMAT_ARGS, "one argument")),
+/// A timestamp or duration as `string()` writes it, with the name of the
+/// function that makes one (`timestamp`, `duration`): what `format` writes,
+/// bare under `%s` and as `duration("90s")` inside a list or a map
+/// ([`super::string_format`]).
+pub(crate) fn format_text(value: &Value) -> Option<(&'static str, String)> {
+    let Value::Opaque(opaque) = value else {
+        return None;
     };
-    owned(as_text(value))
-}
-
-fn as_text(value: Value) -> Value {
-    match value {
-        Value::List(items) => Value::List(Arc::new(items.iter().cloned().map(as_text).collect())),
-        Value::Map(map) => Value::Map(::cel::objects::Map {
-            map: Arc::new(
-                map.map
-                    .iter()
-                    .map(|(key, item)| (key.clone(), as_text(item.clone())))
-                    .collect(),
-            ),
-        }),
-        Value::Opaque(opaque) => match Time::of(&opaque) {
-            Some(time) => Value::String(Arc::new(time.text())),
-            None => Value::Opaque(opaque),
-        },
-        other => other,
+    match Time::of(opaque)? {
+        time @ Time::At(_) => Some(("timestamp", time.text())),
+        time @ Time::Span(_) => Some(("duration", time.text())),
     }
 }
 
@@ -565,9 +535,11 @@ mod tests {
     use super::super::testing::{annotated, b, i, s, table};
     use serde_json::json;
 
-    /// cel-spec's `string_ext` cases of `%s` over timestamps and durations.
+    /// cel-spec's `string_ext` cases of `%s` over timestamps and durations,
+    /// with what cel-go's formatter of Kubernetes and Kyverno (strings v2)
+    /// gives: bare as `string()` writes them, in a list or a map as calls.
     #[test]
-    fn format_writes_times_as_string_does() {
+    fn format_writes_times_as_cel_go_does() {
         table(&[
             (
                 "'%s'.format([timestamp('2023-02-03T23:31:20+00:00')])",
@@ -576,11 +548,11 @@ mod tests {
             ("'%s'.format([duration('1h45m47s')])", s("6347s")),
             (
                 "'%s'.format([['abc', 3.14, null, [9, 8, 7, 6], timestamp('2023-02-03T23:31:20Z')]])",
-                s("[abc, 3.14, null, [9, 8, 7, 6], 2023-02-03T23:31:20Z]"),
+                s(r#"["abc", 3.140000, null, [9, 8, 7, 6], timestamp("2023-02-03T23:31:20Z")]"#),
             ),
             (
                 "'%s'.format([{'strKey': 'x', 6: duration('422s'), true: 42}])",
-                s("{6: 422s, strKey: x, true: 42}"),
+                s(r#"{"strKey":"x", 6:duration("422s"), true:42}"#),
             ),
             (
                 "'%s after %d'.format([dyn(duration('8747s')), 2])",
