@@ -58,8 +58,6 @@ const TRUE: &[&str] = &[
     "{'hello': 'world', 'goodbye': 'cruel world'}.transformMap(k, v, \"%s, %s!\".format([k, v])) == {'hello': 'hello, world!', 'goodbye': 'goodbye, cruel world!'}",
     "dyn({'hello': 'world', 'goodbye': 'cruel world'}).transformMap(k, v, \"%s, %s!\".format([k, v])) == {'hello': 'hello, world!', 'goodbye': 'goodbye, cruel world!'}",
     "{'hello': 'world', 'goodbye': 'cruel world'}.transformMap(k, v, v.startsWith('world'), \"%s, %s!\".format([k, v])) == {'hello': 'hello, world!'}",
-    "{'hello': 'world', 'greetings': 'tacocat'}.transformMapEntry(k, v, {k.reverse(): v.reverse()}) == {'olleh': 'dlrow', 'sgniteerg': 'tacocat'}",
-    "{'hello': 'world', 'greetings': 'tacocat'}.transformMapEntry(k, v, v.reverse() == v, {k.reverse(): v.reverse()}) == {'sgniteerg': 'tacocat'}",
     "{'hello': 'world', 'greetings': 'tacocat'}.transformMapEntry(k, v, {}) == {}",
     // TestTwoVarComprehensionsCost.
     "[1, 2, 3, 4].all(i, v, i < 5 && v > 0)",
@@ -151,6 +149,17 @@ const ERRORS: &[(&str, &str)] = &[
     (
         "[0, 0u].transformMapEntry(i, v, {v: i})",
         "insert failed: key 0 already exists",
+    ),
+    // cel-go's test runs with the strings extension's latest version; the
+    // version 2 Kubernetes and Kyverno declare has no `reverse` on strings,
+    // and cel-go's checker then refuses these as this one does.
+    (
+        "{'hello': 'world', 'greetings': 'tacocat'}.transformMapEntry(k, v, {k.reverse(): v.reverse()}) == {'olleh': 'dlrow', 'sgniteerg': 'tacocat'}",
+        "no matching overload for 'reverse'",
+    ),
+    (
+        "{'hello': 'world', 'greetings': 'tacocat'}.transformMapEntry(k, v, v.reverse() == v, {k.reverse(): v.reverse()}) == {'sgniteerg': 'tacocat'}",
+        "no matching overload for 'reverse'",
     ),
 ];
 

@@ -110,7 +110,6 @@ const STRINGS: &[&str] = &[
     "substring",
     "format",
     "quote",
-    "reverse",
 ];
 const LISTS: &[&str] = &[
     "slice", "flatten", "distinct", "reverse", "sort", "sortBy", "range",
@@ -126,6 +125,9 @@ impl Libraries {
         super::libraries::double_text::rewrite(expression);
         if self.strings {
             super::libraries::string_format::rewrite(expression);
+        }
+        if self.lists {
+            super::libraries::lists::rewrite_reverse(expression);
         }
         if self.time {
             super::libraries::time::rewrite_for_times(expression);

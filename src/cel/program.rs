@@ -185,6 +185,11 @@ pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, 
             "{at}: line {line}, column {column}: brackets nested more than {MAX_NESTING} deep"
         ));
     }
+    if let Some((line, column)) = mixed_unary_chain(source) {
+        return Err(format!(
+            "{at}: line {line}, column {column}: Syntax error: `!` and `-` in one chain of prefix operators, which CEL's grammar does not allow; write `!(-x)`"
+        ));
+    }
     // Most expressions are in the subset read without the crate's parser
     // (the same tree, a sixth of the cost): the crate parses the rest.
     let parsed = match subset_parser_enabled()
@@ -263,6 +268,95 @@ fn too_deep(source: &str) -> Option<(usize, usize)> {
             ')' | ']' | '}' => depth = depth.saturating_sub(1),
             _ => {}
         }
+    }
+    None
+}
+
+/// Where a chain of prefix operators mixes `!` and `-` (`!-x`, `- !x`): CEL's
+/// grammar has `'!'+ member` and `'-'+ member`, not both in one chain, so
+/// cel-go refuses it as a syntax error, where the parsers here read
+/// `!(-x)`. A `-` right before a number is the number's sign (`!-1` parses).
+/// Read from the text, since the tree of `!-x` is that of the valid
+/// `!(-x)`. Line and column (from 1) of the chain's first operator.
+fn mixed_unary_chain(source: &str) -> Option<(usize, usize)> {
+    // The characters outside quotes and comments, with their line and
+    // column; spaces kept, to tell a sign from an operator only by what
+    // follows.
+    let mut quoted = Quoted::default();
+    let mut text: Vec<(char, bool, usize, usize)> = Vec::new();
+    let (mut line, mut column) = (1, 0);
+    let mut in_comment = false;
+    let mut chars = source.chars().peekable();
+    while let Some(c) = chars.next() {
+        column += 1;
+        if c == '\n' {
+            line += 1;
+            column = 0;
+            in_comment = false;
+        }
+        if in_comment {
+            continue;
+        }
+        let is_quoted = quoted.next(c);
+        if !is_quoted && c == '/' && chars.peek() == Some(&'/') {
+            in_comment = true;
+            continue;
+        }
+        text.push((c, is_quoted, line, column));
+    }
+    let significant: Vec<&(char, bool, usize, usize)> = text
+        .iter()
+        .filter(|(c, q, ..)| *q || !c.is_whitespace())
+        .collect();
+    let mut i = 0;
+    while let Some(&&(c, quoted_char, at_line, at_column)) = significant.get(i) {
+        let previous = i.checked_sub(1).and_then(|p| significant.get(p));
+        // An operand ends in a letter, digit, `_`, `.`, a quote or a
+        // closing bracket; after one, `-` is subtraction.
+        let after_operand = previous.is_some_and(|&&(p, quoted_p, ..)| {
+            quoted_p || p.is_alphanumeric() || matches!(p, '_' | '.' | ')' | ']' | '}')
+        });
+        let is_prefix = |at: usize| {
+            significant.get(at).is_some_and(|&&(c, q, ..)| {
+                !q && (c == '-'
+                    || (c == '!' && significant.get(at + 1).is_none_or(|&&(n, ..)| n != '=')))
+            })
+        };
+        if quoted_char || after_operand || !is_prefix(i) {
+            i += 1;
+            continue;
+        }
+        let mut end = i;
+        while is_prefix(end) {
+            end += 1;
+        }
+        // The chain is [i, end); a last `-` before a number is its sign.
+        // A signed literal is an int or a double (`-1`, `-.5`, `-0x1F`);
+        // a uint (`1u`) has no sign.
+        let number: String = significant
+            .get(end..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|&&&(n, q, ..)| !q && (n.is_ascii_alphanumeric() || n == '.'))
+            .map(|&&(n, ..)| n)
+            .collect();
+        let before_number = (number.starts_with(|d: char| d.is_ascii_digit())
+            || (number.starts_with('.')
+                && number.chars().nth(1).is_some_and(|d| d.is_ascii_digit())))
+            && !number.ends_with(['u', 'U']);
+        let operators_end =
+            if before_number && significant.get(end - 1).is_some_and(|&&(c, ..)| c == '-') {
+                end - 1
+            } else {
+                end
+            };
+        let operators = significant.get(i..operators_end).unwrap_or_default();
+        if operators.iter().any(|&&(c, ..)| c == '!') && operators.iter().any(|&&(c, ..)| c == '-')
+        {
+            return Some((at_line, at_column));
+        }
+        let _ = c;
+        i = end;
     }
     None
 }
@@ -378,6 +472,45 @@ impl Reads<'_> {
 
 #[cfg(test)]
 mod tests {
+    /// cel-go's grammar: `!!x` and `--x` parse, `!-x` and `-!x` do not, and a
+    /// bracket starts a new chain.
+    #[test]
+    fn a_prefix_chain_mixing_not_and_minus_is_a_syntax_error() {
+        for source in [
+            "!-(lists.range(3).sum()) in [1]",
+            "- !true",
+            "a && !-x == 2",
+            "[1, -!x]",
+            "!--1",
+            "!-1u",
+            "-!1",
+            "!- -1",
+        ] {
+            assert!(mixed_unary_chain(source).is_some(), "{source}");
+            let message = compile(source, "e").err().unwrap_or_default();
+            assert!(message.contains("Syntax error"), "{source}: {message}");
+        }
+        for source in [
+            "!!true",
+            "--1",
+            "!(-1 < 0)",
+            "-(!true ? 1 : 2)",
+            "1 - -1",
+            "a != -1",
+            "x-!y",
+            "'!-' + \"-!\"",
+            "1 // !-\n - 2",
+            "!-1",
+            "!- 1.5 == x",
+            "!-.5",
+            "a && !- 1 == 2",
+            "- - x",
+        ] {
+            assert_eq!(mixed_unary_chain(source), None, "{source}");
+        }
+        assert_eq!(mixed_unary_chain("x &&\n  -!y"), Some((2, 3)));
+    }
+
     use super::*;
 
     #[test]

@@ -186,7 +186,9 @@ pub(super) fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty>, Ty)>>
             (vec![Ty::list(String), String], String),
         ],
         ("format", true) => vec![(vec![String, list()], String)],
-        ("reverse", true) => vec![(vec![String], String), (vec![list()], list())],
+        // The lists extension's; Kubernetes' and Kyverno's strings
+        // extension (version 2) has no `reverse`.
+        ("reverse", true) => vec![(vec![list()], list())],
         ("strings.quote", false) => vec![(vec![String], String)],
         _ => return None,
     })

@@ -10,7 +10,9 @@
 //! CEL's `==`.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
+use ::cel::common::ast::{Expr, IdedExpr};
 use ::cel::common::value::CowVal;
 use ::cel::{Env, ExecutionError, Value};
 
@@ -81,6 +83,51 @@ pub fn register(env: &mut Env) {
         vec![dyn_type()],
         includes,
     );
+}
+
+/// The name [`rewrite_reverse`] gives `reverse()` calls.
+const REVERSE: &str = "@reverse";
+
+/// Declares `reverse()` as Kubernetes and Kyverno declare it: the lists
+/// extension's (version 3), on a list. Their strings extension is version
+/// 2, which has no `reverse`, where the crate's extensions declare one on
+/// strings too; calls are renamed to this function, so that a string's is
+/// no overload, as in cel-go.
+pub fn register_reverse(env: &mut Env) {
+    member(env, REVERSE, "list_@reverse", dyn_type(), vec![], reverse);
+}
+
+/// Makes every `x.reverse()` call in `expr` a call of [`REVERSE`].
+pub fn rewrite_reverse(expr: &mut IdedExpr) {
+    crate::cel::ast::children_mut(expr, &mut rewrite_reverse);
+    if let Expr::Call(call) = &mut expr.expr
+        && call.target.is_some()
+        && call.args.is_empty()
+        && call.func_name == "reverse"
+    {
+        call.func_name = REVERSE.to_string();
+    }
+}
+
+fn reverse<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    match args
+        .first()
+        .map(|list| Value::try_from(list.as_ref()))
+        .transpose()?
+    {
+        Some(Value::List(items)) => {
+            let mut items = items.as_ref().clone();
+            items.reverse();
+            owned(Value::List(Arc::new(items)))
+        }
+        other => Err(ExecutionError::no_such_member_overload(
+            "reverse",
+            other
+                .iter()
+                .map(|value| value.type_of().to_string())
+                .collect(),
+        )),
+    }
 }
 
 fn items(args: &[CowVal<'_, '_>], function: &str) -> Result<Vec<Value>, ExecutionError> {
@@ -205,6 +252,26 @@ fn includes<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executi
 
 #[cfg(test)]
 mod tests {
+
+    /// The lists extension's `reverse`; on a string (the strings extension's
+    /// version 3, not declared by Kubernetes or Kyverno) no overload, as in
+    /// cel-go: `object.metadata.name.reverse()` fails when it runs.
+    #[test]
+    fn reverse_is_the_lists_extensions_only() {
+        assert_eq!(
+            super::super::testing::eval("[1, 2, 3].reverse()"),
+            Ok(Value::List(std::sync::Arc::new(vec![
+                Value::Int(3),
+                Value::Int(2),
+                Value::Int(1)
+            ])))
+        );
+        let message = super::super::testing::eval("dyn('abc').reverse()")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("reverse"), "{message}");
+        assert!(super::super::testing::eval("'abc'.reverse()").is_err());
+    }
     use super::super::testing::{b, i, s, table};
     use ::cel::Value;
 
