@@ -565,3 +565,73 @@ fn the_checks_see_a_cycle_and_every_module() {
             .is_some_and(|targets| targets.contains("admission.rs"))
     );
 }
+
+/// The Python harnesses' imports, module by module: each script of a folder
+/// imports its neighbours by bare name (`import control_plane`, `from
+/// cluster import policy_for`), at the top or inside a function.
+fn python_imports() -> BTreeMap<String, BTreeSet<String>> {
+    fn scripts(folder: &std::path::Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() && !path.ends_with("node_modules") {
+                scripts(&path, found);
+            } else if path.extension().is_some_and(|e| e == "py") {
+                found.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for folder in ["e2e-tests", "fuzz", "tools"] {
+        scripts(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join(folder),
+            &mut files,
+        );
+    }
+    let key = |path: &std::path::Path| path.display().to_string();
+    let mut edges = BTreeMap::new();
+    for file in &files {
+        let folder = file.parent().unwrap();
+        let text = std::fs::read_to_string(file).unwrap();
+        let mut targets = BTreeSet::new();
+        for line in text.lines().map(str::trim_start) {
+            let names: Vec<&str> = if let Some(rest) = line.strip_prefix("import ") {
+                rest.split(',')
+                    .map(|n| n.split_whitespace().next().unwrap_or_default())
+                    .collect()
+            } else if let Some(rest) = line.strip_prefix("from ") {
+                rest.split_whitespace().next().into_iter().collect()
+            } else {
+                continue;
+            };
+            for name in names {
+                let neighbour = folder.join(format!("{}.py", name.split('.').next().unwrap()));
+                if neighbour.exists() && neighbour != *file {
+                    targets.insert(key(&neighbour));
+                }
+            }
+        }
+        edges.insert(key(file), targets);
+    }
+    edges
+}
+
+#[test]
+fn no_import_cycle_between_python_scripts() {
+    let edges = python_imports();
+    assert!(
+        edges
+            .get(
+                &Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("e2e-tests/cluster/cluster_test.py")
+                    .display()
+                    .to_string()
+            )
+            .is_some_and(|targets| targets.iter().any(|t| t.ends_with("cluster/cluster.py"))),
+        "the check reads the harnesses' imports"
+    );
+    let found = cycles(&edges);
+    assert!(
+        found.is_empty(),
+        "import cycles between Python scripts: {found:?}"
+    );
+}

@@ -516,13 +516,12 @@ fn table_rows(text: &str, header: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// README.md and docs/, but docs/development.md, which keeps the history
-/// (earlier runs' figures among it).
+/// README.md and every guide in docs/.
 fn user_docs() -> Vec<String> {
     let mut files = vec!["README.md".to_string()];
     for entry in std::fs::read_dir("docs").unwrap() {
         let path = entry.unwrap().path().display().to_string();
-        if path.ends_with(".md") && !path.ends_with("development.md") {
+        if path.ends_with(".md") {
             files.push(path);
         }
     }
@@ -716,13 +715,19 @@ fn sizing_figures_agree_with_the_measurements() {
     );
 }
 
-/// Issue 34: README serves users, and the user docs state current facts;
-/// how they came about is docs/development.md's "History" and CHANGELOG's.
+/// Issue 34: README serves users, and the docs state current facts; how
+/// they came about is CHANGELOG's and the commit log's.
 #[test]
 fn user_docs_state_current_facts() {
     let readme = std::fs::read_to_string("README.md").unwrap();
     let lines = readme.lines().count();
     assert!(lines <= 250, "README.md has {lines} lines; at most 250");
+    let guide = std::fs::read_to_string("docs/development.md").unwrap();
+    let lines = guide.lines().count();
+    assert!(
+        lines < 350,
+        "docs/development.md has {lines} lines; under 350"
+    );
     for path in user_docs() {
         let text = std::fs::read_to_string(&path).unwrap().to_lowercase();
         for history in [
@@ -734,7 +739,69 @@ fn user_docs_state_current_facts() {
         ] {
             assert!(
                 !text.contains(history),
-                "{path} says \"{history}\": development history goes to docs/development.md or CHANGELOG.md"
+                "{path} says \"{history}\": development history goes to CHANGELOG.md and the commit log"
+            );
+        }
+    }
+}
+
+/// Issue 44: docs/development.md's file table is the tree. Every path it
+/// names exists; every file and folder at the top of src/ has a row; and a
+/// row for a folder of src/ names each of its modules (file stems and
+/// subfolders, in backquotes).
+#[test]
+fn the_development_file_table_matches_the_tree() {
+    let guide = std::fs::read_to_string("docs/development.md").unwrap();
+    let rows = table_rows(&guide, "| path | what |");
+    assert!(rows.len() > 10, "the file table has {} rows", rows.len());
+    let quoted = |text: &str| -> Vec<String> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    let mut named = Vec::new();
+    for row in &rows {
+        for path in quoted(&row[0]) {
+            assert!(
+                std::path::Path::new(&path).exists(),
+                "docs/development.md names {path}, which does not exist"
+            );
+            named.push(path.trim_end_matches('/').to_string());
+        }
+    }
+    for entry in std::fs::read_dir("src").unwrap() {
+        let path = entry.unwrap().path();
+        let shown = path.display().to_string();
+        assert!(
+            named.contains(&shown),
+            "docs/development.md's file table has no row for {shown}"
+        );
+        if !path.is_dir() {
+            continue;
+        }
+        let row = rows
+            .iter()
+            .find(|row| {
+                quoted(&row[0])
+                    .iter()
+                    .any(|p| p.trim_end_matches('/') == shown)
+            })
+            .unwrap();
+        let described = quoted(&row[1]);
+        for module in std::fs::read_dir(&path).unwrap() {
+            let module = module.unwrap().path();
+            let name = module.file_name().unwrap().to_string_lossy().to_string();
+            let stem = name.trim_end_matches(".rs");
+            if stem == "mod" || !(module.is_dir() || name.ends_with(".rs")) {
+                continue;
+            }
+            assert!(
+                described
+                    .iter()
+                    .any(|d| d == stem || d.trim_end_matches('/') == stem),
+                "docs/development.md's row for {shown} does not name `{stem}`"
             );
         }
     }

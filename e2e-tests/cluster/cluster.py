@@ -23,6 +23,30 @@ def example(name):
         return [d for d in yaml.safe_load_all(f) if d]
 
 
+BASE_POLICY = example("cluster-admission-policy.yaml")[0]
+
+
+def policy_for(name, settings, namespace, rules=None, resources=None, webhook_failure=None):
+    """The example ClusterAdmissionPolicy with other settings, held to `namespace`."""
+    policy = copy.deepcopy(BASE_POLICY)
+    policy["metadata"]["name"] = name
+    spec = policy["spec"]
+    spec["settings"] = settings
+    if rules is not None:
+        spec["rules"] = rules
+        # The example's match condition is about its own rules (Bindings and
+        # placed Pods); settings on other requests go without it, as the
+        # recipes do.
+        spec.pop("matchConditions", None)
+    if resources is not None:
+        spec["contextAwareResources"] = resources
+    if webhook_failure is not None:
+        spec["failurePolicy"] = webhook_failure
+    spec["namespaceSelector"]["matchExpressions"].append(
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace]})
+    return policy
+
+
 def e2e_case(name):
     """An e2e case of e2e-tests/cases.json: the settings the docs show, run by `make test`."""
     with open(os.path.join(ROOT, "e2e-tests", "cases.json")) as f:

@@ -41,7 +41,7 @@ import cluster as clusters  # noqa: E402
 import harness  # noqa: E402  (e2e-tests/load, on the path through control_plane)
 import kubewarden  # noqa: E402
 import kyverno_controllers  # noqa: E402
-from cluster_test import policy_for  # noqa: E402
+from cluster import policy_for  # noqa: E402
 from nodes import ZONE  # noqa: E402
 
 SETUPS = ["none", "floor", "default", "kyverno", "mutating-policy", "in-kyverno", "in-kyverno-mpol"]

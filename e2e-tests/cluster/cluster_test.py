@@ -35,28 +35,8 @@ import map_judge  # noqa: E402
 from nodes import INSTANCE_TYPE, REGION, ZONE  # noqa: E402
 
 ROOT = clusters.ROOT
-BASE_POLICY = clusters.example("cluster-admission-policy.yaml")[0]
-
-
-def policy_for(name, settings, namespace, rules=None, resources=None, webhook_failure=None):
-    """The example ClusterAdmissionPolicy with other settings, held to `namespace`."""
-    policy = copy.deepcopy(BASE_POLICY)
-    policy["metadata"]["name"] = name
-    spec = policy["spec"]
-    spec["settings"] = settings
-    if rules is not None:
-        spec["rules"] = rules
-        # The example's match condition is about its own rules (Bindings and
-        # placed Pods); settings on other requests go without it, as the
-        # recipes do.
-        spec.pop("matchConditions", None)
-    if resources is not None:
-        spec["contextAwareResources"] = resources
-    if webhook_failure is not None:
-        spec["failurePolicy"] = webhook_failure
-    spec["namespaceSelector"]["matchExpressions"].append(
-        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace]})
-    return policy
+BASE_POLICY = clusters.BASE_POLICY
+policy_for = clusters.policy_for
 
 
 BINDING_RULES = [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/binding"], "operations": ["CREATE"]}]

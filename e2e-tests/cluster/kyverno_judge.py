@@ -361,7 +361,7 @@ def our_policy(case):
     rules = [{"apiGroups": ["apps" if r == "deployments" else ""], "apiVersions": ["v1"], "resources": [r],
               "operations": ["CREATE"]} for r in case.resources]
     settings = side_document(case, ours_ns)
-    return cluster_test.policy_for(f"kj-{case.index}", settings, ours_ns, rules=rules, resources=reads(case.doc))
+    return clusters.policy_for(f"kj-{case.index}", settings, ours_ns, rules=rules, resources=reads(case.doc))
 
 
 def fixed_pod():

@@ -285,13 +285,12 @@ class Judge:
 
     def policies(self):
         """This policy's side: a ClusterAdmissionPolicy per case."""
-        from cluster_test import policy_for
         found = []
         for i, case in enumerate(self.cases):
             if i in self.ours_refused:
                 continue
             rules = case[1]["spec"]["matchConstraints"]["resourceRules"]
-            found.append(policy_for(f"judge-{i}", our_settings(case), self.namespaces(i)[1], rules=rules))
+            found.append(clusters.policy_for(f"judge-{i}", our_settings(case), self.namespaces(i)[1], rules=rules))
         return found
 
     def install(self):

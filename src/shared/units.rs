@@ -206,12 +206,6 @@ impl Duration {
         })
     }
 
-    pub fn from_seconds(seconds: f64) -> Duration {
-        Duration {
-            nanos: (seconds * 1e9).round() as i128,
-        }
-    }
-
     /// Go's `Duration.String()`: `1h2m3.5s`, `1.5ms`, `0s`.
     pub fn to_go_string(self) -> String {
         let sign = if self.nanos < 0 { "-" } else { "" };
