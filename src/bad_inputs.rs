@@ -6,7 +6,7 @@ use std::cell::Cell;
 
 use serde_json::{Value, json};
 
-use crate::node_lookup::{NodeFields, NodeLookup};
+use crate::host::node_lookup::{NodeFields, NodeLookup};
 
 const NODE_MISSING: &str = "Cannot find v1/Node named 'node-1' inside of namespace 'None'";
 const NOT_GRANTED: &str = "Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.";
@@ -24,8 +24,8 @@ impl NodeLookup for Host {
     }
 }
 
-impl crate::cluster::Cluster for Host {
-    fn read(&self, _read: &crate::cluster::Read) -> Result<Vec<u8>, String> {
+impl crate::host::cluster::Cluster for Host {
+    fn read(&self, _read: &crate::host::cluster::Read) -> Result<Vec<u8>, String> {
         self.calls.set(self.calls.get() + 1);
         self.answer.clone()
     }

@@ -16,8 +16,10 @@ use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use serde_json::Value;
 
-use crate::k8s_names::{TOTAL_ANNOTATION_SIZE_LIMIT, check_label_value, check_qualified_name};
-use crate::node_lookup::{NodeFields, NodeLookup};
+use crate::host::node_lookup::{NodeFields, NodeLookup};
+use crate::shared::k8s_names::{
+    TOTAL_ANNOTATION_SIZE_LIMIT, check_label_value, check_qualified_name,
+};
 
 struct ScriptedLookup<'a>(Result<&'a [u8], String>);
 
@@ -27,8 +29,8 @@ impl NodeLookup for ScriptedLookup<'_> {
     }
 }
 
-impl crate::cluster::Cluster for ScriptedLookup<'_> {
-    fn read(&self, _read: &crate::cluster::Read) -> Result<Vec<u8>, String> {
+impl crate::host::cluster::Cluster for ScriptedLookup<'_> {
+    fn read(&self, _read: &crate::host::cluster::Read) -> Result<Vec<u8>, String> {
         self.0.clone().map(<[u8]>::to_vec)
     }
 }
@@ -191,7 +193,7 @@ fn check_answer(response: &ValidationResponse) {
 /// policy-server sends, that parses. Parsing alone is not enough: serde_json
 /// skips an ignored value without checking its bytes are UTF-8.)
 fn check_shortcut(payload: &[u8], lookup: &ScriptedLookup) {
-    if crate::pass_through::certain(payload)
+    if crate::admission::pass_through::certain(payload)
         && std::str::from_utf8(payload)
             .is_ok_and(|text| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok())
     {
@@ -272,7 +274,7 @@ mod tests {
             b"{\"request\":{\"a\":\"\xff\"}}",
             b"{\"request\":{\"operation\":\"UPDATE\",\"x\":\"\xff\"}}",
         ] {
-            assert!(crate::pass_through::certain(payload));
+            assert!(crate::admission::pass_through::certain(payload));
             super::exercise(payload);
         }
     }

@@ -28,24 +28,11 @@
 )]
 
 pub mod admission;
-pub mod autogen;
 pub mod cel;
-pub mod cluster;
-pub mod glob;
-pub mod identity;
-pub mod image_registry;
-pub mod json_fields;
-pub mod k8s_names;
+pub mod host;
 pub mod kyverno;
-pub mod metadata;
 pub mod mutation;
-pub mod node_lookup;
-pub mod object;
-pub mod pass_through;
 pub mod pipeline;
-pub mod policy_options;
-pub mod request_facts;
-pub mod rfc6902;
 pub mod settings;
 pub mod shared;
 
@@ -60,8 +47,8 @@ use serde_json::value::RawValue;
 use wapc_guest::prelude::*;
 
 use crate::admission::{Subject, ValidatePayload, classify};
-use crate::cluster::{Cluster, HostCluster};
-use crate::node_lookup::{HostNodeLookup, NodeLookup};
+use crate::host::cluster::{Cluster, HostCluster};
+use crate::host::node_lookup::{HostNodeLookup, NodeLookup};
 
 /// Prefix of every warning, so users know where it comes from.
 pub const WARNING_PREFIX: &str = "node-metadata-policy: ";
@@ -152,7 +139,7 @@ pub fn evaluate(raw: &[u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> V
 pub fn decide<'a>(raw: &'a [u8], lookup: &dyn NodeLookup, cluster: &dyn Cluster) -> Verdict<'a> {
     // Most requests are Pods not yet placed: known from the bytes, without
     // decoding them.
-    if pass_through::certain(raw) {
+    if admission::pass_through::certain(raw) {
         return accept(None, Vec::new());
     }
     decide_decoded(raw, lookup, cluster)
@@ -181,7 +168,13 @@ pub fn decide_decoded<'a>(
     if let Subject::PassThrough { why } = &subject
         && !may_have_rules
     {
-        return accept(None, why.as_deref().map(not_handled).into_iter().collect());
+        return accept(
+            None,
+            why.as_deref()
+                .map(pipeline::not_handled)
+                .into_iter()
+                .collect(),
+        );
     }
     let plan = match settings::load_for_request(raw_settings.as_bytes()) {
         Ok(plan) => plan,
@@ -212,29 +205,28 @@ pub fn decide_decoded<'a>(
     }
 }
 
-pub(crate) fn not_handled(why: &str) -> String {
-    format!("request not handled: {why}")
-}
-
 /// `validate`'s answer: the SDK's `ValidationResponse`, field for field, with
-/// the mutated object written from what was received ([`object::Object`]).
+/// the mutated object written from what was received ([`admission::object::Object`]).
 #[derive(serde::Serialize)]
 pub struct Verdict<'a> {
     accepted: bool,
     message: Option<String>,
     code: Option<u16>,
-    mutated_object: Option<object::Object<'a>>,
+    mutated_object: Option<admission::object::Object<'a>>,
     audit_annotations: Option<std::collections::HashMap<String, String>>,
     warnings: Option<Vec<String>>,
 }
 
 impl Verdict<'_> {
     pub fn into_response(self) -> ValidationResponse {
-        let (mutated_object, warnings) = match self.mutated_object.map(object::Object::into_value) {
+        let (mutated_object, warnings) = match self
+            .mutated_object
+            .map(admission::object::Object::into_value)
+        {
             Some(Ok(object)) => (Some(object), self.warnings),
             None => (None, self.warnings),
             // Not reached: the fields decoded when they were received.
-            Some(Err(e)) => (None, Some(vec![not_handled(&e)])),
+            Some(Err(e)) => (None, Some(vec![pipeline::not_handled(&e)])),
         };
         ValidationResponse {
             accepted: self.accepted,
@@ -247,7 +239,7 @@ impl Verdict<'_> {
     }
 }
 
-fn accept(mutated_object: Option<object::Object>, warnings: Vec<String>) -> Verdict {
+fn accept(mutated_object: Option<admission::object::Object>, warnings: Vec<String>) -> Verdict {
     Verdict {
         accepted: true,
         message: None,

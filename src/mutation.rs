@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
-use crate::k8s_names::{
+use crate::host::node_lookup::NodeMetadata;
+use crate::settings::{CopyRule, PolicyPlan, PresetKeys, Source};
+use crate::shared::k8s_names::{
     TOTAL_ANNOTATION_SIZE_LIMIT, check_label_value, check_qualified_name, reserved_prefix,
 };
-use crate::metadata::{annotations_size, section};
-use crate::node_lookup::NodeMetadata;
-use crate::settings::{CopyRule, PolicyPlan, PresetKeys, Source};
+use crate::shared::metadata::{annotations_size, section};
 
 /// Node metadata chosen for the Pod, per destination, with the rule that
 /// produced each key (first rule listed wins a key).
@@ -345,7 +345,7 @@ fn remove_keys(metadata: &mut Map<String, Value>, name: &str, keys: &[String]) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node_lookup::Text;
+    use crate::host::node_lookup::Text;
     use crate::settings::load;
     use serde_json::json;
 

@@ -10,21 +10,21 @@ use std::rc::Rc;
 use jmespath::Rcvar;
 use serde_json::Value;
 
+use crate::admission::identity;
+use crate::admission::object::Object;
 use crate::admission::{AdmissionRequest, Subject};
 use crate::cel::CelPolicy;
 use crate::cel::engine::CelResult;
 use crate::cel::request::CelRequest;
-use crate::cluster::{CachedCluster, Cluster};
-use crate::identity;
+use crate::host::cluster::{CachedCluster, Cluster};
+use crate::host::node_lookup::{self, NodeFields, NodeLookup};
 use crate::kyverno;
 use crate::kyverno::engine::{Engine, RuleResult};
 use crate::kyverno::spec::RuleSpec;
 use crate::mutation::{self, ObjectKind};
-use crate::node_lookup::{self, NodeFields, NodeLookup};
-use crate::object::Object;
-use crate::policy_options::FailurePolicy;
-use crate::request_facts::RequestFacts;
 use crate::settings::{self, PolicyPlan, RuleGroup};
+use crate::shared::policy_options::FailurePolicy;
+use crate::shared::request_facts::RequestFacts;
 
 /// One step of the pipeline.
 pub enum Step<'p> {
@@ -173,9 +173,7 @@ impl<'a> Pipeline<'a> {
                 Some((node, ObjectKind::PlacedPod))
             }
             Subject::PassThrough { why } => {
-                outcome
-                    .warnings
-                    .extend(why.as_deref().map(crate::not_handled));
+                outcome.warnings.extend(why.as_deref().map(not_handled));
                 None
             }
         };
@@ -451,16 +449,18 @@ impl<'a> Pipeline<'a> {
         };
         let object = object.whole().map_err(refused)?;
         // Autogen: a Pod rule runs over a controller's Pod template, as a Pod.
-        let template =
-            crate::autogen::template_pointer(&inputs.facts.kind, &group.autogen.controllers)
-                .filter(|_| inputs.facts.sub_resource.is_empty());
+        let template = crate::shared::autogen::template_pointer(
+            &inputs.facts.kind,
+            &group.autogen.controllers,
+        )
+        .filter(|_| inputs.facts.sub_resource.is_empty());
         let pod_facts;
         let view;
         let generated;
         let (facts, subject, rule) = match template {
             Some(pointer) => {
                 pod_facts = inputs.facts.for_pod_template();
-                view = crate::autogen::view(object, pointer);
+                view = crate::shared::autogen::view(object, pointer);
                 generated = crate::kyverno::autogen::generated(rule);
                 (&pod_facts, &view, generated.as_ref().unwrap_or(rule))
             }
@@ -479,7 +479,7 @@ impl<'a> Pipeline<'a> {
                 let mutated = match template {
                     Some(pointer) => {
                         let mut whole = object.clone();
-                        crate::autogen::write_back(&mut whole, pointer, mutated);
+                        crate::shared::autogen::write_back(&mut whole, pointer, mutated);
                         whole
                     }
                     None => mutated,
@@ -495,8 +495,8 @@ impl<'a> Pipeline<'a> {
                 // stays as the rule left it, for the rules after it, as in
                 // Kyverno; the refusal comes once the policy has run.
                 identity::check(object, &mutated).map_err(refused)?;
-                let problem = crate::metadata::first_metadata_problem(
-                    crate::metadata::metadata_maps(object),
+                let problem = crate::shared::metadata::first_metadata_problem(
+                    crate::shared::metadata::metadata_maps(object),
                     &mutated,
                 );
                 let changed = mutated != *object;
@@ -525,7 +525,7 @@ impl<'a> Pipeline<'a> {
 
 /// Where an engine's result becomes the object the answer carries: one gate
 /// for every policy language. The object must stay the object it was
-/// ([`identity::check`]); metadata the rules wrote is checked the way the
+/// ([`admission::identity::check`]); metadata the rules wrote is checked the way the
 /// short form checks its own keys, warnings naming `who` wrote it. Returns whether anything changed and the
 /// warnings; on `Err` the object is left as it was.
 fn commit(
@@ -534,8 +534,13 @@ fn commit(
     mut mutated: Value,
 ) -> Result<(bool, Vec<String>), String> {
     identity::check(object, &mutated)?;
-    let warnings = crate::metadata::guard_metadata(who, object, &mut mutated);
+    let warnings = crate::shared::metadata::guard_metadata(who, object, &mut mutated);
     let changed = mutated != *object;
     *object = mutated;
     Ok((changed, warnings))
+}
+
+/// The warning for a request the policy lets through without handling it.
+pub(crate) fn not_handled(why: &str) -> String {
+    format!("request not handled: {why}")
 }

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::node_lookup::{NodeFields, parse_node};
+use crate::host::node_lookup::{NodeFields, parse_node};
 
 /// A `NodeLookup` answering from a fixed result and recording every call.
 struct FakeLookup {
@@ -37,8 +37,8 @@ impl NodeLookup for FakeLookup {
     }
 }
 
-impl crate::cluster::Cluster for FakeLookup {
-    fn read(&self, _read: &crate::cluster::Read) -> Result<Vec<u8>, String> {
+impl crate::host::cluster::Cluster for FakeLookup {
+    fn read(&self, _read: &crate::host::cluster::Read) -> Result<Vec<u8>, String> {
         self.calls.borrow_mut().push((
             String::from("cluster read"),
             NodeFields {

@@ -18,7 +18,7 @@ use std::cell::OnceCell;
 use super::matching;
 use super::patchers::PatchKind;
 use super::policy::CelPolicy;
-use crate::request_facts::RequestFacts;
+use crate::shared::request_facts::RequestFacts;
 
 /// The roots Kyverno's rewrite recognises before `.spec` and `.metadata`.
 const ROOTS: [&str; 3] = ["object", "oldObject", "Object"];
@@ -69,7 +69,7 @@ pub(super) fn template_for(
         return None;
     }
     let kind = crate::shared::resources::kind_of(&info.group, &info.resource, &[])?.0;
-    match crate::autogen::template_pointer(&kind, &policy.autogen)? {
+    match crate::shared::autogen::template_pointer(&kind, &policy.autogen)? {
         "/spec/jobTemplate/spec/template" => Some(Template::JobTemplate),
         _ => Some(Template::Spec),
     }

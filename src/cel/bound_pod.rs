@@ -33,8 +33,8 @@ use super::matching;
 use super::policy::CelPolicy;
 use super::request::CelRequest;
 use super::spec::MatchResources;
-use crate::cluster::Read;
-use crate::metadata::section;
+use crate::host::cluster::Read;
+use crate::shared::metadata::section;
 
 /// The Pod being bound, read whole through the host. The load-time check
 /// made sure the target expression names it, so it is read here directly:

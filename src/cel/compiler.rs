@@ -18,8 +18,8 @@ use super::spec::{self, CelKind, CelSpec, Place};
 use super::{
     declarations, libraries, metadata_literals, program, result_types, targets, type_check,
 };
-use crate::autogen::AUTOGEN_DEFAULT;
-use crate::policy_options::{Checks, FailurePolicy};
+use crate::shared::autogen::AUTOGEN_DEFAULT;
+use crate::shared::policy_options::{Checks, FailurePolicy};
 
 /// Libraries a Kubewarden policy cannot offer, or this version does not,
 /// with why: found where an expression calls into them (`http.Get(...)`,

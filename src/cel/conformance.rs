@@ -772,7 +772,7 @@ fn image_metadata_comes_from_the_registry_through_the_host() {
     // As kyverno/kyverno test/cli/test-mutating-policy/image-metadata: the
     // image's config through oci/v1/oci_manifest_config, beside the image
     // library's image(...) in the same expression.
-    use crate::cluster::{ImageRead, Read};
+    use crate::host::cluster::{ImageRead, Read};
     let image = |what| Read::Image {
         reference: "nginx:1.27".into(),
         what,

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::cluster::Read;
+use crate::host::cluster::Read;
 use crate::kyverno::conformance::{Table, refused, request, run_on};
 
 fn can_i(user: &str, groups: &[&str], resource: &str, sub: &str, ns: &str, verb: &str) -> Read {

@@ -12,7 +12,7 @@ use super::policy::CelPolicy;
 use super::request::Evaluated;
 use super::result_types;
 use super::values::to_json;
-use crate::policy_options::FailurePolicy;
+use crate::shared::policy_options::FailurePolicy;
 
 /// Kyverno checks exceptions first: `false` where one that holds exempts
 /// the object; one that only lists images or values hands them to the

@@ -531,7 +531,8 @@ impl<'a> Evaluation<'a> {
             }
             for image in wanted_images {
                 self.within_read_bound("resource and image reads")?;
-                let answer = crate::image_registry::image_metadata(&image, self.request.cluster);
+                let answer =
+                    crate::host::image_registry::image_metadata(&image, self.request.cluster);
                 self.images.insert(image, answer);
             }
             for call in wanted {

@@ -13,7 +13,7 @@ use ::cel::common::value::{CowVal, StaticVal, Val};
 use ::cel::{Env, ExecutionError, Value};
 
 use super::libraries::{string_arg, string_type as string};
-use crate::cluster::{CachedCluster, Read, Selection};
+use crate::host::cluster::{CachedCluster, Read, Selection};
 use crate::shared::reach::Reach;
 use crate::shared::resources::ResourceKind;
 

@@ -6,7 +6,7 @@ use json_patch::PatchOperation;
 use serde_json::Value;
 
 use super::apply::{SchemaType, check_written};
-use crate::rfc6902;
+use crate::shared::rfc6902;
 
 /// Applies the operations to `object`, of type `schema` (`None`: a kind with
 /// no schema here): what each writes is checked against it.

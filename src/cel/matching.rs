@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::spec::{MatchResources, ResourceRule};
-use crate::request_facts::RequestFacts;
 use crate::shared::label_selector::selector_matches;
+use crate::shared::request_facts::RequestFacts;
 
 /// Whether the resource rules select the request, without the selectors
 /// (which need the object and, for namespaces, the host).

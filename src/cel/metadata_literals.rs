@@ -12,7 +12,7 @@
 //!   `value` under `/metadata/labels`.
 //!
 //! Keys computed when the mutation runs are checked then
-//! ([`crate::metadata::first_metadata_problem`]); a label value given as a
+//! ([`crate::shared::metadata::first_metadata_problem`]); a label value given as a
 //! literal string is checked here too.
 
 use ::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, operators};
@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::ast::children;
 use super::program::positions;
-use crate::metadata::metadata_problem;
+use crate::shared::metadata::metadata_problem;
 
 /// The first literal metadata key (or label value) in `expr`, a mutation's
 /// expression, that the API server would refuse: the message, with the line

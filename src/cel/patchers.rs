@@ -61,7 +61,7 @@ impl Patcher {
         let i = self.index;
         // What the object's labels and annotations were, to check what this
         // mutation writes there as the short form's keys are checked.
-        let before = crate::metadata::metadata_maps(object).map(Option::<&Value>::cloned);
+        let before = crate::shared::metadata::metadata_maps(object).map(Option::<&Value>::cloned);
         match self.kind {
             PatchKind::ApplyConfiguration => {
                 if !result.is_object() {
@@ -82,9 +82,10 @@ impl Patcher {
         }
         // A key or label value the API server would refuse is an error, which
         // failurePolicy judges, as Kubernetes would refuse the object.
-        if let Some(problem) =
-            crate::metadata::first_metadata_problem(before.each_ref().map(Option::as_ref), object)
-        {
+        if let Some(problem) = crate::shared::metadata::first_metadata_problem(
+            before.each_ref().map(Option::as_ref),
+            object,
+        ) {
             return Err(format!("mutations[{i}]: {problem}"));
         }
         Ok(())

@@ -16,7 +16,7 @@ use super::names::Names;
 use super::patchers::Patcher;
 use super::program::{self, Compiled};
 use super::spec::{CelKind, CelSpec, Place};
-use crate::policy_options::FailurePolicy;
+use crate::shared::policy_options::FailurePolicy;
 
 /// A checked CEL policy document.
 #[derive(Debug, Clone)]
@@ -178,7 +178,7 @@ impl CelPolicy {
         let Some(constraints) = &self.spec.match_constraints else {
             return false;
         };
-        let binding = |name: &str| crate::request_facts::RequestFacts {
+        let binding = |name: &str| crate::shared::request_facts::RequestFacts {
             operation: "CREATE".to_string(),
             group: String::new(),
             version: "v1".to_string(),

@@ -9,9 +9,9 @@ use ::cel::Value as CelValue;
 use serde_json::Value;
 
 use super::values::from_json;
-use crate::admission::AdmissionRequest;
-use crate::cluster::CachedCluster;
-use crate::request_facts::RequestFacts;
+use crate::host::cluster::CachedCluster;
+use crate::shared::request_facts::AdmissionRequest;
+use crate::shared::request_facts::RequestFacts;
 use crate::shared::resources::ResourceKind;
 
 /// An evaluation error in words: a library function's own message, after

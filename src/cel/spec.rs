@@ -7,8 +7,8 @@
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use crate::policy_options::FailurePolicy;
 use crate::shared::label_selector::LabelSelector;
+use crate::shared::policy_options::FailurePolicy;
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
-use crate::glob::wildcard;
+use crate::shared::glob::wildcard;
 use crate::shared::units::{Duration, Quantity};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use std::cell::RefCell;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use serde_json::{Value, json};
 
-use crate::cluster::{Cluster, Read};
-use crate::node_lookup::{NodeFields, NodeLookup};
+use crate::host::cluster::{Cluster, Read};
+use crate::host::node_lookup::{NodeFields, NodeLookup};
 
 /// The cluster as a table of reads and their answers; records every read.
 #[derive(Default)]
@@ -635,7 +635,7 @@ mod point3_context {
         let table = Table::cluster().with(
             Read::Image {
                 reference: "nginx:1.27".into(),
-                what: crate::cluster::ImageRead::Digest,
+                what: crate::host::cluster::ImageRead::Digest,
             },
             json!({"digest": "sha256:0123"}),
         );

@@ -17,11 +17,11 @@ use super::references::ConfigMapMasks;
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
 use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
 use super::{jmes, jmes_values, variables};
-use crate::cluster::{CachedCluster, Read, Selection};
-use crate::image_registry;
-use crate::request_facts::RequestFacts;
-use crate::rfc6902::apply_json6902;
+use crate::host::cluster::{CachedCluster, Read, Selection};
+use crate::host::image_registry;
+use crate::shared::request_facts::RequestFacts;
 use crate::shared::resources::ResourceKind;
+use crate::shared::rfc6902::apply_json6902;
 
 /// At most this many elements of a `foreach` list are processed.
 pub const MAX_FOREACH_ELEMENTS: usize = 1000;

@@ -3,10 +3,10 @@
 use serde_json::Value;
 
 use super::spec::{Filter, MatchSpec, ResourceDescription, RuleSpec, Subject};
-use crate::cluster::{CachedCluster, Read};
-use crate::glob::wildcard;
-use crate::request_facts::RequestFacts;
+use crate::host::cluster::{CachedCluster, Read};
+use crate::shared::glob::wildcard;
 use crate::shared::label_selector::selector_matches;
+use crate::shared::request_facts::RequestFacts;
 
 impl RequestFacts {
     /// The name `names` match: the object's as the rules before left it,
@@ -364,7 +364,7 @@ fn is_requester(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admission::AdmissionRequest;
+    use crate::shared::request_facts::AdmissionRequest;
     use serde_json::json;
 
     fn facts(request: Value) -> RequestFacts {

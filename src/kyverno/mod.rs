@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::admission::AdmissionRequest;
+use crate::shared::request_facts::AdmissionRequest;
 use crate::shared::resources::ResourceKind;
 use spec::{ContextEntry, ForeachSpec, MatchSpec, RuleSpec};
 

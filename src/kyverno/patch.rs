@@ -421,7 +421,7 @@ pub fn parse_json6902(text: &str) -> Result<json_patch::Patch, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rfc6902::apply_json6902;
+    use crate::shared::rfc6902::apply_json6902;
     use serde_json::json;
 
     fn smp(mut resource: Value, patch: Value) -> (Result<bool, Skip>, Value) {

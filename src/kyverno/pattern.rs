@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::glob::wildcard;
+use crate::shared::glob::wildcard;
 use crate::shared::units::{Duration, Quantity};
 
 /// Whether the resource's `value` matches the pattern's scalar `pattern`.

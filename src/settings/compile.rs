@@ -7,9 +7,9 @@ use super::copy::{check_conflicts, default_rule};
 use super::documents::{Document, PolicyDocument, without_position};
 use super::plan::{Origin, PolicyPlan, RuleGroup, cel_group};
 use super::schema::{DEFAULT_LABELS, MAX_COPY_ENTRIES, Settings, parse};
-use crate::autogen::Autogen;
 use crate::kyverno::spec::RuleSpec;
-use crate::policy_options::{Checks, FailurePolicy};
+use crate::shared::autogen::Autogen;
+use crate::shared::policy_options::{Checks, FailurePolicy};
 
 /// Parses and fully validates: `validate_settings`.
 pub fn load(raw: &[u8]) -> Result<PolicyPlan, String> {

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use super::plan::{CopyRule, Naming, Origin, Source};
 use super::schema::{CopyEntry, ReplacePrefix};
-use crate::glob::KeyPattern;
-use crate::k8s_names::{check_label_value, check_qualified_name};
-use crate::policy_options::Checks;
+use crate::shared::glob::KeyPattern;
+use crate::shared::k8s_names::{check_label_value, check_qualified_name};
+use crate::shared::policy_options::Checks;
 
 pub(super) fn default_rule(key: &str, checks: Checks) -> Result<CopyRule, String> {
     CopyEntry {

@@ -11,11 +11,11 @@ use serde::Deserialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::value::RawValue;
 
-use crate::autogen::{AUTOGEN_ANNOTATION, AUTOGEN_DEFAULT, Autogen};
 use crate::cel::exception::{CelException, ExceptionSpec};
 use crate::cel::{CelKind, CelPolicy};
 use crate::kyverno::spec::RuleSpec;
-use crate::policy_options::{Checks, FailurePolicy};
+use crate::shared::autogen::{AUTOGEN_ANNOTATION, AUTOGEN_DEFAULT, Autogen};
+use crate::shared::policy_options::{Checks, FailurePolicy};
 
 /// A pasted policy document, as the items of `policies` are written.
 #[derive(Debug, Default, Deserialize)]
@@ -394,7 +394,7 @@ fn namespace_of(metadata: &PolicyMetadata, at: &str) -> Result<String, String> {
         .namespace
         .clone()
         .unwrap_or_else(|| "default".to_string());
-    crate::k8s_names::check_dns_label(&namespace).map_err(|why| {
+    crate::shared::k8s_names::check_dns_label(&namespace).map_err(|why| {
         format!(
             "{at}.metadata.namespace: {namespace:?} {why}: a namespaced policy applies only in its namespace"
         )

@@ -16,8 +16,8 @@ pub use schema::*;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::autogen::Autogen;
-    use crate::policy_options::FailurePolicy;
+    use crate::shared::autogen::Autogen;
+    use crate::shared::policy_options::FailurePolicy;
 
     fn load_str(s: &str) -> Result<PolicyPlan, String> {
         load(s.as_bytes())

@@ -3,11 +3,11 @@
 //! what each does on failure.
 
 use super::schema::{Destination, PresetKeys};
-use crate::autogen::Autogen;
 use crate::cel::CelPolicy;
-use crate::glob::KeyPattern;
 use crate::kyverno::spec::RuleSpec;
-use crate::policy_options::FailurePolicy;
+use crate::shared::autogen::Autogen;
+use crate::shared::glob::KeyPattern;
+use crate::shared::policy_options::FailurePolicy;
 use crate::shared::resources::ResourceKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

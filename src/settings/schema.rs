@@ -6,7 +6,7 @@ use serde::de::IgnoredAny;
 
 use super::documents::{DocumentHeads, PolicyDocument, PolicyMetadata, without_position};
 use crate::kyverno::spec::RuleSpec;
-use crate::policy_options::FailurePolicy;
+use crate::shared::policy_options::FailurePolicy;
 use crate::shared::resources::ResourceKind;
 
 /// The settings document (`ClusterAdmissionPolicy.spec.settings`).

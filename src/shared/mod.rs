@@ -1,5 +1,23 @@
-//! What Kyverno's rules ([`crate::kyverno`]) and CEL policies
-//! ([`crate::cel`]) both use; nothing here depends on either language.
+//! What more than one language (the short form, [`crate::kyverno`],
+//! [`crate::cel`]) uses; nothing here depends on any of them.
+
+/// Kyverno's autogen: which controllers, and the Pod template's view.
+pub mod autogen;
+/// Key patterns (`rack.example.com/*`) and Kyverno's wildcards.
+pub mod glob;
+/// A JSON object read field by field, each field kept as received: how the
+/// request and its object are read.
+pub mod json_fields;
+/// The API server's rules for keys, names and values.
+pub mod k8s_names;
+/// Labels and annotations the API server would refuse.
+pub mod metadata;
+/// `failurePolicy` and how thoroughly a load checks.
+pub mod policy_options;
+/// The facts of a request every language matches on, decoded once.
+pub mod request_facts;
+/// JSON Patch as the two Go libraries apply it.
+pub mod rfc6902;
 
 /// Image references: split, and parsed as go-containerregistry parses them.
 pub mod images;

@@ -33,10 +33,10 @@ use ::cel::{Env, ExecutionError, IdedExpr};
 use super::{
     Function, boolean, error, member, opaque, opaque_arg, string, string_arg, string_type,
 };
-use crate::admission::AdmissionRequest;
 use crate::cel::host_reads::READ_PENDING;
-use crate::cluster::{CachedCluster, Read};
-use crate::request_facts::RequestFacts;
+use crate::host::cluster::{CachedCluster, Read};
+use crate::shared::request_facts::AdmissionRequest;
+use crate::shared::request_facts::RequestFacts;
 
 const AUTHORIZER: &str = "kubernetes.authorization.Authorizer";
 const GROUP_CHECK: &str = "kubernetes.authorization.GroupCheck";
@@ -243,10 +243,10 @@ fn service_account<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, 
     let authorizer: Authorizer = opaque_arg(&args, 0, function)?;
     let namespace = string_arg(&args, 1, function)?;
     let name = string_arg(&args, 2, function)?;
-    if crate::k8s_names::check_dns_subdomain(name).is_err() {
+    if crate::shared::k8s_names::check_dns_subdomain(name).is_err() {
         return Err(error(function, "Invalid service account name"));
     }
-    if crate::k8s_names::check_dns_label(namespace).is_err() {
+    if crate::shared::k8s_names::check_dns_label(namespace).is_err() {
         return Err(error(function, "Invalid service account namespace"));
     }
     opaque(Authorizer {

@@ -2,7 +2,7 @@
 //! `format.dns1123Label()` and the other named formats, and
 //! `<format>.validate(s)`: `optional.none()` when `s` is valid, else the
 //! list of what is wrong, in Kubernetes' words. Name formats use the
-//! project's Kubernetes name rules ([`crate::k8s_names`]); `uri` is Go's
+//! project's Kubernetes name rules ([`crate::shared::k8s_names`]); `uri` is Go's
 //! `url.ParseRequestURI` (the URL library's parser); `uuid`, `byte`, `date`
 //! and `datetime` are kube-openapi's checks.
 
@@ -14,7 +14,7 @@ use ::cel::objects::Opaque;
 use ::cel::{Env, ExecutionError, Value};
 
 use super::{Function, error, global, member, opaque, opaque_arg, string_arg, string_type};
-use crate::k8s_names::{matches_dns_label, matches_dns_subdomain, matches_name_part};
+use crate::shared::k8s_names::{matches_dns_label, matches_dns_subdomain, matches_name_part};
 
 const TYPE_NAME: &str = "kubernetes.NamedFormat";
 

@@ -7,8 +7,8 @@ use base64::Engine;
 use jmespath::Variable;
 use jmespath::functions::ArgumentType as T;
 
-use crate::glob::wildcard;
 use crate::kyverno::jmes_values::{Body, fail, num_arg, number, str_arg, string};
+use crate::shared::glob::wildcard;
 
 /// Registers the functions through `add(name, argument types, body)`.
 pub(super) fn register(add: &mut dyn FnMut(&str, Vec<T>, Body)) {

@@ -35,7 +35,7 @@ struct Reader<'a> {
 }
 
 /// The fields of the request classification reads (the first of each, as
-/// [`crate::json_fields::JsonFields::raw`] finds them).
+/// [`crate::shared::json_fields::JsonFields::raw`] finds them).
 #[derive(Default)]
 struct RequestFields {
     operation: Option<Span>,
@@ -416,7 +416,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::certain;
-    use crate::node_lookup::{NodeFields, NodeLookup};
+    use crate::host::node_lookup::{NodeFields, NodeLookup};
 
     /// A host with nothing to read: a request the shortcut lets through must
     /// not need one.
@@ -428,8 +428,8 @@ mod tests {
         }
     }
 
-    impl crate::cluster::Cluster for NoHost {
-        fn read(&self, _read: &crate::cluster::Read) -> Result<Vec<u8>, String> {
+    impl crate::host::cluster::Cluster for NoHost {
+        fn read(&self, _read: &crate::host::cluster::Read) -> Result<Vec<u8>, String> {
             Err("no cluster here".to_string())
         }
     }

@@ -16,7 +16,7 @@ use serde::de::DeserializeSeed;
 use crate::shared::reach::{Pruned, PrunedJson, Reach};
 use crate::shared::resources::{ResourceKind, kind_of};
 
-use crate::node_lookup::host_error_cause;
+use crate::host::node_lookup::host_error_cause;
 
 /// One read the rules need.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

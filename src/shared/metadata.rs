@@ -4,7 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::k8s_names::{TOTAL_ANNOTATION_SIZE_LIMIT, check_label_value, check_qualified_name};
+use crate::shared::k8s_names::{
+    TOTAL_ANNOTATION_SIZE_LIMIT, check_label_value, check_qualified_name,
+};
 
 /// What is wrong with `value` written under `key` in `metadata.<section>`
 /// (`labels` or `annotations`) that the API server would refuse, in words

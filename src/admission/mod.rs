@@ -3,14 +3,23 @@
 //! let through untouched. Only the fields needed are decoded; the object is
 //! kept as the JSON received so unknown fields survive the mutation.
 
+/// What no mutation may change, checked where every engine's result becomes
+/// the answer.
+pub mod identity;
+/// The Binding or Pod as received, rewritten only where it changed.
+pub mod object;
+/// The commonest request recognised from its bytes, without decoding them.
+pub mod pass_through;
+
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::json_fields::{JsonFields, Key};
-use crate::object::Object;
+use crate::admission::object::Object;
+use crate::shared::json_fields::Key;
+pub use crate::shared::request_facts::AdmissionRequest;
 
 /// What `validate` receives from policy-server.
 #[derive(Deserialize)]
@@ -21,10 +30,6 @@ pub struct ValidatePayload<'a> {
     pub settings: Option<&'a RawValue>,
 }
 
-/// The admission request, read field by field by classification and by the
-/// rules.
-pub type AdmissionRequest<'a> = JsonFields<'a>;
-
 /// What classification reads of `kind` and `resource`, borrowed.
 #[derive(Default, Deserialize)]
 struct GroupAndName<'a> {
@@ -34,33 +39,6 @@ struct GroupAndName<'a> {
     kind: Key<'a>,
     #[serde(default, borrow)]
     resource: Key<'a>,
-}
-
-#[derive(Default, Deserialize)]
-pub struct GroupVersionKind {
-    #[serde(default)]
-    pub group: String,
-    #[serde(default)]
-    pub kind: String,
-}
-
-#[derive(Default, Deserialize)]
-pub struct GroupVersionResource {
-    #[serde(default)]
-    pub group: String,
-    #[serde(default)]
-    pub version: String,
-    #[serde(default)]
-    pub resource: String,
-}
-
-/// Who sent the request.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct UserInfo {
-    #[serde(default)]
-    pub username: String,
-    #[serde(default)]
-    pub groups: Vec<String>,
 }
 
 /// The object to mutate, and the Node whose metadata it gets.

@@ -13,7 +13,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::json_fields::JsonFields;
+use crate::shared::json_fields::JsonFields;
 
 /// Deeper objects take the whole-`Value` path, whose decoding refuses them
 /// the way it always has (serde_json stops at 128 levels).

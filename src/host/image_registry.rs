@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::cluster::{CachedCluster, ImageRead, Read};
+use crate::host::cluster::{CachedCluster, ImageRead, Read};
 
 /// A reference split as Kyverno's registry client splits it.
 #[derive(Debug, PartialEq, Eq)]
@@ -150,7 +150,7 @@ pub fn image_metadata(reference: &str, cluster: &CachedCluster) -> Result<Value,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::Cluster;
+    use crate::host::cluster::Cluster;
 
     #[test]
     fn references_split_as_kyvernos_registry_client_splits_them() {

@@ -5,8 +5,41 @@ use std::cell::OnceCell;
 
 use serde_json::value::RawValue;
 
-use crate::admission::{AdmissionRequest, GroupVersionKind, GroupVersionResource, UserInfo};
+use serde::Deserialize;
+
+use crate::shared::json_fields::JsonFields;
 use crate::shared::resources::{ResourceKind, kind_of};
+
+/// The admission request, read field by field by classification and by the
+/// rules.
+pub type AdmissionRequest<'a> = JsonFields<'a>;
+
+#[derive(Default, Deserialize)]
+pub struct GroupVersionKind {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub kind: String,
+}
+
+#[derive(Default, Deserialize)]
+pub struct GroupVersionResource {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub resource: String,
+}
+
+/// Who sent the request.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct UserInfo {
+    #[serde(default)]
+    pub username: String,
+    #[serde(default)]
+    pub groups: Vec<String>,
+}
 
 /// What matching needs to know about a request, read once from its JSON
 /// whichever language asks first.
