@@ -54,6 +54,13 @@ ROOT = clusters.ROOT
 # A difference is put in a class only after checking Kyverno's answer (decision and object) as well
 # as this policy's.
 EXPLAINED = {
+    "Kyverno's label check in map order": (
+        "docs/kyverno.md, \"What stays different\": \"Kyverno checks a strategic merge patch's `metadata` or its "
+        "`spec.template.metadata` for string labels, whichever Go's map iteration reaches first (so the same "
+        "policy is refused or not from run to run); here both are checked.\" Checked: a rule's "
+        "patchStrategicMerge has both `metadata` and `spec`, a label or annotation value that is not a string is "
+        "in one of them, this policy refused the document at load with that check's message, and Kyverno took "
+        "it."),
     "refused at load": (
         "docs/kyverno.md, \"Differences that remain\": \"Expressions and patches are checked when "
         "policy-server loads the policy, so mistakes Kyverno reports at admission are reported at load time "
@@ -115,6 +122,25 @@ def without_keys(obj, keys):
         if obj["metadata"].get(section) == {}:
             del obj["metadata"][section]
     return obj
+
+
+def label_check_in_map_order(doc):
+    """A rule whose patchStrategicMerge holds both `metadata` and `spec`, with a label or annotation value that
+    is not a string under `metadata` or `spec.template.metadata`: Kyverno's policy validation checks only the
+    one of the two its map iteration reaches first."""
+    for rule in doc["spec"].get("rules") or []:
+        patch = (rule.get("mutate") or {}).get("patchStrategicMerge")
+        if not isinstance(patch, dict) or "metadata" not in patch or "spec" not in patch:
+            continue
+        template = ((patch.get("spec") or {}).get("template") or {}) if isinstance(patch.get("spec"), dict) else {}
+        for meta in (patch.get("metadata"), template.get("metadata") if isinstance(template, dict) else None):
+            if not isinstance(meta, dict):
+                continue
+            for field in ("labels", "annotations"):
+                values = meta.get(field)
+                if isinstance(values, dict) and any(not isinstance(v, str) for v in values.values()):
+                    return True
+    return False
 
 
 def has_other_targets(doc):
@@ -612,6 +638,9 @@ def explain(case, kyv_doc, kyv, ours_doc, ours, baseline):
     if not kyv_doc and binding_metadata_unchecked(case, kyv, ours, ours_doc, baseline) and \
             (ours_doc or all(w == "pod" or alike(case, kyv, ours, w) for w in set(kyv) | set(ours))):
         return "Binding metadata copied unchecked"
+    if ours_doc and not kyv_doc and "labels and annotations supports only string values" in ours_doc \
+            and label_check_in_map_order(case.doc):
+        return "Kyverno's label check in map order"
     if ours_doc and not kyv_doc and has_other_targets(case.doc):
         if kyv and all(out == "stored" for out, _ in kyv.values()):
             return "needs a background controller"
