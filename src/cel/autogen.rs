@@ -15,7 +15,6 @@
 
 use std::cell::OnceCell;
 
-use super::matching;
 use super::patchers::PatchKind;
 use super::policy::CelPolicy;
 use crate::shared::request_facts::RequestFacts;
@@ -33,6 +32,15 @@ pub enum Template {
 }
 
 impl Template {
+    /// Where a controller of this kind keeps its Pod template.
+    pub fn of(kind: &str) -> Template {
+        if kind == "CronJob" {
+            Template::JobTemplate
+        } else {
+            Template::Spec
+        }
+    }
+
     fn path(self) -> &'static str {
         match self {
             Template::Spec => "spec.template",
@@ -56,23 +64,15 @@ impl Template {
 }
 
 /// Whether the request is a Pod controller the policy's Pod rules are
-/// generated for, and where that controller keeps its template.
-pub(super) fn template_for(
-    policy: &CelPolicy,
-    info: &RequestFacts,
-    constraints: &super::spec::MatchResources,
-) -> Option<Template> {
+/// generated for, and where that controller keeps its template. (Whether the
+/// Pod rules match the template is the engine's to ask.)
+pub(super) fn template_for(policy: &CelPolicy, info: &RequestFacts) -> Option<Template> {
     if policy.autogen.is_empty() || !info.sub_resource.is_empty() {
         return None;
     }
-    if !matching::rules_match(constraints, &info.for_pod_template()) {
-        return None;
-    }
     let kind = crate::shared::resources::kind_of(&info.group, &info.resource, &[])?.0;
-    match crate::shared::autogen::template_pointer(&kind, &policy.autogen)? {
-        "/spec/jobTemplate/spec/template" => Some(Template::JobTemplate),
-        _ => Some(Template::Spec),
-    }
+    crate::shared::autogen::template_pointer(&kind, &policy.autogen)?;
+    Some(Template::of(&kind))
 }
 
 /// The policy Kyverno runs over controllers with their template at

@@ -355,19 +355,20 @@ pub fn autogen_warning(policy: &CelPolicy) -> Option<String> {
     if !policy.runs_on_admission() {
         return None;
     }
-    let (job_templates, templates): (Vec<&String>, Vec<&String>) =
-        policy.autogen.iter().partition(|kind| *kind == "CronJob");
     let mut failing = Vec::new();
     let mut first = None;
-    for (controllers, template) in [
-        (templates, autogen::Template::Spec),
-        (job_templates, autogen::Template::JobTemplate),
-    ] {
+    for template in [autogen::Template::Spec, autogen::Template::JobTemplate] {
+        let controllers: Vec<&str> = policy
+            .autogen
+            .iter()
+            .map(String::as_str)
+            .filter(|kind| autogen::Template::of(kind) == template)
+            .collect();
         if controllers.is_empty() {
             continue;
         }
         if let Err(why) = check_expressions(&autogen::rewritten(policy, template)) {
-            failing.extend(controllers.iter().map(|kind| kind.as_str()));
+            failing.extend(controllers);
             first.get_or_insert(why);
         }
     }

@@ -48,15 +48,14 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
     };
     // Autogen: over a Pod controller, Kyverno runs its rewrite of a Pod
     // policy, matched as the Pod policy would match the template.
-    let rewritten;
+    let template = template_for(policy, request.facts);
     let pod_info;
-    let (policy, info) = match template_for(policy, request.facts, constraints) {
-        Some(template) => {
-            rewritten = autogen::rewritten(policy, template);
+    let info = match template {
+        Some(_) => {
             pod_info = request.facts.for_pod_template();
-            (&rewritten, &pod_info)
+            &pod_info
         }
-        None => (policy, request.facts),
+        None => request.facts,
     };
     if !matching::rules_match(constraints, info) {
         return Ok(CelResult::Skipped);
@@ -64,6 +63,14 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
     if !matching::object_selected(constraints, Some(object)) {
         return Ok(CelResult::Skipped);
     }
+    let rewritten;
+    let policy = match template {
+        Some(template) => {
+            rewritten = autogen::rewritten(policy, template);
+            &rewritten
+        }
+        None => policy,
+    };
     let mut evaluation = Evaluation::new(policy, request, object.clone());
     if constraints.namespace_selector.is_some() && !request.facts.namespace.is_empty() {
         let namespace = evaluation.namespace()?;

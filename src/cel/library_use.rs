@@ -123,12 +123,13 @@ impl Libraries {
     /// are opaque to the crate's own.
     pub fn prepare(self, expression: &mut IdedExpr) {
         super::libraries::double_text::rewrite(expression);
-        if self.strings {
-            super::libraries::string_format::rewrite(expression);
-        }
-        if self.lists {
-            super::libraries::lists::rewrite_reverse(expression);
-        }
+        let renames = [
+            self.strings
+                .then_some(&super::libraries::string_format::RENAME),
+            self.lists.then_some(&super::libraries::lists::REVERSE),
+        ];
+        let renames: Vec<_> = renames.into_iter().flatten().collect();
+        super::libraries::rename_member_calls(expression, &renames);
         if self.time {
             super::libraries::time::rewrite_for_times(expression);
         }

@@ -164,8 +164,18 @@ fn subset_parser_enabled() -> bool {
 }
 
 /// Why an expression was refused; `at` is its path in the settings.
+///
+/// At load, also what CEL's grammar refuses and the parsers here read (a
+/// prefix chain mixing `!` and `-`): the request-time path, [`compile_at`],
+/// sees only expressions that passed this.
 pub fn compile(source: &str, at: &str) -> Result<Compiled, String> {
-    compile_at(source, &at)
+    let compiled = compile_at(source, &at)?;
+    if let Some((line, column)) = mixed_unary_chain(source) {
+        return Err(format!(
+            "{at}: line {line}, column {column}: Syntax error: `!` and `-` in one chain of prefix operators, which CEL's grammar does not allow; write `!(-x)`"
+        ));
+    }
+    Ok(compiled)
 }
 
 /// [`compile`], with the expression's path made only for a message (at
@@ -183,11 +193,6 @@ pub fn compile_at(source: &str, at: &dyn std::fmt::Display) -> Result<Compiled, 
     if let Some((line, column)) = too_deep(source) {
         return Err(format!(
             "{at}: line {line}, column {column}: brackets nested more than {MAX_NESTING} deep"
-        ));
-    }
-    if let Some((line, column)) = mixed_unary_chain(source) {
-        return Err(format!(
-            "{at}: line {line}, column {column}: Syntax error: `!` and `-` in one chain of prefix operators, which CEL's grammar does not allow; write `!(-x)`"
         ));
     }
     // Most expressions are in the subset read without the crate's parser
@@ -279,11 +284,10 @@ fn too_deep(source: &str) -> Option<(usize, usize)> {
 /// Read from the text, since the tree of `!-x` is that of the valid
 /// `!(-x)`. Line and column (from 1) of the chain's first operator.
 fn mixed_unary_chain(source: &str) -> Option<(usize, usize)> {
-    // The characters outside quotes and comments, with their line and
-    // column; spaces kept, to tell a sign from an operator only by what
-    // follows.
+    // The characters outside comments and, outside quotes, not spaces, each
+    // with whether it is quoted, its line and its column.
     let mut quoted = Quoted::default();
-    let mut text: Vec<(char, bool, usize, usize)> = Vec::new();
+    let mut significant: Vec<(char, bool, usize, usize)> = Vec::new();
     let (mut line, mut column) = (1, 0);
     let mut in_comment = false;
     let mut chars = source.chars().peekable();
@@ -302,24 +306,22 @@ fn mixed_unary_chain(source: &str) -> Option<(usize, usize)> {
             in_comment = true;
             continue;
         }
-        text.push((c, is_quoted, line, column));
+        if is_quoted || !c.is_whitespace() {
+            significant.push((c, is_quoted, line, column));
+        }
     }
-    let significant: Vec<&(char, bool, usize, usize)> = text
-        .iter()
-        .filter(|(c, q, ..)| *q || !c.is_whitespace())
-        .collect();
     let mut i = 0;
-    while let Some(&&(c, quoted_char, at_line, at_column)) = significant.get(i) {
+    while let Some(&(_, quoted_char, at_line, at_column)) = significant.get(i) {
         let previous = i.checked_sub(1).and_then(|p| significant.get(p));
         // An operand ends in a letter, digit, `_`, `.`, a quote or a
         // closing bracket; after one, `-` is subtraction.
-        let after_operand = previous.is_some_and(|&&(p, quoted_p, ..)| {
+        let after_operand = previous.is_some_and(|&(p, quoted_p, ..)| {
             quoted_p || p.is_alphanumeric() || matches!(p, '_' | '.' | ')' | ']' | '}')
         });
         let is_prefix = |at: usize| {
-            significant.get(at).is_some_and(|&&(c, q, ..)| {
+            significant.get(at).is_some_and(|&(c, q, ..)| {
                 !q && (c == '-'
-                    || (c == '!' && significant.get(at + 1).is_none_or(|&&(n, ..)| n != '=')))
+                    || (c == '!' && significant.get(at + 1).is_none_or(|&(n, ..)| n != '=')))
             })
         };
         if quoted_char || after_operand || !is_prefix(i) {
@@ -337,25 +339,23 @@ fn mixed_unary_chain(source: &str) -> Option<(usize, usize)> {
             .get(end..)
             .unwrap_or_default()
             .iter()
-            .take_while(|&&&(n, q, ..)| !q && (n.is_ascii_alphanumeric() || n == '.'))
-            .map(|&&(n, ..)| n)
+            .take_while(|&&(n, q, ..)| !q && (n.is_ascii_alphanumeric() || n == '.'))
+            .map(|&(n, ..)| n)
             .collect();
         let before_number = (number.starts_with(|d: char| d.is_ascii_digit())
             || (number.starts_with('.')
                 && number.chars().nth(1).is_some_and(|d| d.is_ascii_digit())))
             && !number.ends_with(['u', 'U']);
         let operators_end =
-            if before_number && significant.get(end - 1).is_some_and(|&&(c, ..)| c == '-') {
+            if before_number && significant.get(end - 1).is_some_and(|&(c, ..)| c == '-') {
                 end - 1
             } else {
                 end
             };
         let operators = significant.get(i..operators_end).unwrap_or_default();
-        if operators.iter().any(|&&(c, ..)| c == '!') && operators.iter().any(|&&(c, ..)| c == '-')
-        {
+        if operators.iter().any(|&(c, ..)| c == '!') && operators.iter().any(|&(c, ..)| c == '-') {
             return Some((at_line, at_column));
         }
-        let _ = c;
         i = end;
     }
     None

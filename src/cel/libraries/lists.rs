@@ -12,7 +12,6 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use ::cel::common::ast::{Expr, IdedExpr};
 use ::cel::common::value::CowVal;
 use ::cel::{Env, ExecutionError, Value};
 
@@ -85,28 +84,27 @@ pub fn register(env: &mut Env) {
     );
 }
 
-/// The name [`rewrite_reverse`] gives `reverse()` calls.
-const REVERSE: &str = "@reverse";
+/// `reverse()` as Kubernetes and Kyverno declare it: the lists extension's
+/// (version 3), on a list. Their strings extension is version 2, which has
+/// no `reverse`, where the crate's extensions declare one on strings too;
+/// calls are renamed to this function, so that a string's is no overload,
+/// as in cel-go.
+pub const REVERSE: super::MemberRename = super::MemberRename {
+    name: "reverse",
+    arity: 0,
+    to: "@reverse",
+};
 
-/// Declares `reverse()` as Kubernetes and Kyverno declare it: the lists
-/// extension's (version 3), on a list. Their strings extension is version
-/// 2, which has no `reverse`, where the crate's extensions declare one on
-/// strings too; calls are renamed to this function, so that a string's is
-/// no overload, as in cel-go.
+/// Declares [`REVERSE`].
 pub fn register_reverse(env: &mut Env) {
-    member(env, REVERSE, "list_@reverse", dyn_type(), vec![], reverse);
-}
-
-/// Makes every `x.reverse()` call in `expr` a call of [`REVERSE`].
-pub fn rewrite_reverse(expr: &mut IdedExpr) {
-    crate::cel::ast::children_mut(expr, &mut rewrite_reverse);
-    if let Expr::Call(call) = &mut expr.expr
-        && call.target.is_some()
-        && call.args.is_empty()
-        && call.func_name == "reverse"
-    {
-        call.func_name = REVERSE.to_string();
-    }
+    member(
+        env,
+        REVERSE.to,
+        "list_@reverse",
+        dyn_type(),
+        vec![],
+        reverse,
+    );
 }
 
 fn reverse<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {

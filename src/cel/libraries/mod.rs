@@ -186,6 +186,32 @@ pub(crate) fn int<'b, 'v>(value: i64) -> Result<CowVal<'b, 'v>, ExecutionError> 
     Ok(CowVal::owned(CelInt::from(value)))
 }
 
+/// A member call the project answers in place of the crate's extension of
+/// the same name: `x.<name>(...)` with `arity` arguments becomes a call of
+/// `to`, which only the project's function is declared under.
+pub struct MemberRename {
+    pub name: &'static str,
+    pub arity: usize,
+    pub to: &'static str,
+}
+
+/// Applies `renames` to every member call in `expr`, in one walk (a
+/// compile-time rewrite).
+pub fn rename_member_calls(expr: &mut ::cel::common::ast::IdedExpr, renames: &[&MemberRename]) {
+    if renames.is_empty() {
+        return;
+    }
+    crate::cel::ast::children_mut(expr, &mut |child| rename_member_calls(child, renames));
+    if let ::cel::common::ast::Expr::Call(call) = &mut expr.expr
+        && call.target.is_some()
+        && let Some(rename) = renames
+            .iter()
+            .find(|r| call.func_name == r.name && call.args.len() == r.arity)
+    {
+        call.func_name = rename.to.to_string();
+    }
+}
+
 /// Puts `argument` inside a call of `function` (a compile-time rewrite).
 pub(crate) fn wrap_in_call(argument: &mut ::cel::common::ast::IdedExpr, function: &str) {
     use ::cel::common::ast::{CallExpr, Expr, IdedExpr};

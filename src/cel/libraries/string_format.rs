@@ -25,7 +25,6 @@
 //!
 //! Error messages are cel-go's.
 
-use ::cel::common::ast::{Expr, IdedExpr};
 use ::cel::common::types::{
     CelBool, CelBytes, CelDouble, CelInt, CelString, CelType, CelUInt, Kind,
 };
@@ -43,35 +42,26 @@ const NO_VERB: &str = "%!(NOVERB)";
 /// The precision of `%f` and `%e` without one.
 const DEFAULT_PRECISION: u64 = 6;
 
-/// The name [`rewrite`] gives `format` calls, which only this function
-/// answers: the crate's strings extension declares a `format` of its own
-/// (cel-go's newer formatter), and which of two overloads of one name a
-/// call finds is the crate's choice, not ours.
-const CALLED: &str = "@format";
+/// `format` calls are renamed to a name only this function answers: the
+/// crate's strings extension declares a `format` of its own (cel-go's newer
+/// formatter), and which of two overloads of one name a call finds is the
+/// crate's choice, not ours.
+pub const RENAME: super::MemberRename = super::MemberRename {
+    name: NAME,
+    arity: 1,
+    to: "@format",
+};
 
-/// Declares `string.format(list)` under [`CALLED`].
+/// Declares `string.format(list)` under [`RENAME`]'s name.
 pub fn register(env: &mut Env) {
     member(
         env,
-        CALLED,
+        RENAME.to,
         "string.@format(dyn)",
         string_type(),
         vec![dyn_type()],
         format,
     );
-}
-
-/// Makes every `<string>.format(<list>)` call in `expr` a call of this
-/// formatter.
-pub fn rewrite(expr: &mut IdedExpr) {
-    crate::cel::ast::children_mut(expr, &mut rewrite);
-    if let Expr::Call(call) = &mut expr.expr
-        && call.target.is_some()
-        && call.args.len() == 1
-        && call.func_name == NAME
-    {
-        call.func_name = CALLED.to_string();
-    }
 }
 
 fn format<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
