@@ -207,6 +207,10 @@ def one_round(cluster, connection, setup, index, pods, threads, single, kyverno=
     result["peak_rss_mib"] = peak.peak / 2**20
     cluster.admin.request("DELETE", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0")
     cluster.admin.delete(f"/api/v1/namespaces/{namespace}")
+    # The next row starts on a quiet control plane: the namespace controller
+    # deleting 1,000 Pods (and their events) would otherwise run into it.
+    kyverno_controllers.wait(lambda: not cluster.admin.exists(f"/api/v1/namespaces/{namespace}"), 180,
+                             f"namespace {namespace} deleted")
     return result
 
 
