@@ -83,7 +83,7 @@ unit-tests:
 # (pkg/admission/plugin/policy/mutating/patch), read by running them from the
 # module e2e-tests/cluster/go.mod requires (e2e-tests/cluster/patchtables),
 # through this policy's patchers against the tables' expected objects and
-# errors (src/cel/patch_conformance.rs). SKIPPED without Go.
+# errors (src/testing/cel_patch_conformance.rs). SKIPPED without Go.
 k8s-patch-tables:
 	@if ! command -v go >/dev/null; then \
 		echo "Kubernetes' patch tables: SKIPPED (go is not installed)"; exit 0; fi; \

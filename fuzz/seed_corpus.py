@@ -31,7 +31,7 @@ host error.
 
 The CEL grammar and the objects are e2e-tests/differential/generate.py's
 (imported, not copied); the ClusterPolicy grammar is here. The input layout is
-src/fuzzing.rs's: `request \\0 settings \\0 host answer`. A seed's file is
+src/testing/fuzzing.rs's: `request \\0 settings \\0 host answer`. A seed's file is
 `seed-<kind>-<first 16 hex digits of its SHA-1>` (libFuzzer names the inputs it
 adds by their whole SHA-1), so a re-run with the same seed and counts writes
 the same files and adds none; `--prune` removes the `seed-<kind>-*` files of
@@ -189,7 +189,7 @@ class Seeds(generate.Gen):
         return node
 
     def answer(self):
-        """What every host read answers (src/fuzzing.rs's ScriptedLookup)."""
+        """What every host read answers (src/testing/fuzzing.rs's ScriptedLookup)."""
         roll = self.r.random()
         if roll < 0.5:
             value = self.host_node()

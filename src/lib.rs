@@ -37,9 +37,7 @@ pub mod settings;
 pub mod shared;
 
 #[cfg(any(test, feature = "fuzzing"))]
-pub mod fuzzing;
-#[cfg(test)]
-mod layering_tests;
+pub mod testing;
 
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
@@ -47,6 +45,7 @@ use serde_json::value::RawValue;
 use wapc_guest::prelude::*;
 
 use crate::admission::{Subject, ValidatePayload, classify};
+use crate::cel::program::Evaluators;
 use crate::host::cluster::{Cluster, HostCluster};
 use crate::host::node_lookup::{HostNodeLookup, NodeLookup};
 
@@ -151,6 +150,17 @@ pub fn decide_decoded<'a>(
     lookup: &dyn NodeLookup,
     cluster: &dyn Cluster,
 ) -> Verdict<'a> {
+    decide_with(raw, lookup, cluster, Evaluators::SHIPPED)
+}
+
+/// [`decide_decoded`] with CEL expressions parsed and evaluated by the
+/// given paths (tests compare the shipped ones with the `cel` crate's).
+pub fn decide_with<'a>(
+    raw: &'a [u8],
+    lookup: &dyn NodeLookup,
+    cluster: &dyn Cluster,
+    evaluators: Evaluators,
+) -> Verdict<'a> {
     let payload: ValidatePayload = match serde_json::from_slice(raw) {
         Ok(payload) => payload,
         Err(e) => {
@@ -177,7 +187,7 @@ pub fn decide_decoded<'a>(
         );
     }
     let plan = match settings::load_for_request(raw_settings.as_bytes()) {
-        Ok(plan) => plan,
+        Ok(plan) => plan.with_evaluators(evaluators),
         Err(e) => {
             return accept(
                 None,
@@ -279,12 +289,3 @@ fn cap_warnings(warnings: Vec<String>) -> Option<Vec<String>> {
     }
     Some(capped)
 }
-
-#[cfg(test)]
-mod bad_inputs;
-// A counting global allocator for one measurement (test builds only).
-#[cfg(test)]
-#[allow(unsafe_code)]
-mod heap_peak;
-#[cfg(test)]
-mod tests;

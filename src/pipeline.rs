@@ -15,7 +15,7 @@ use crate::admission::object::Object;
 use crate::admission::{AdmissionRequest, Subject};
 use crate::cel::CelPolicy;
 use crate::cel::engine::CelResult;
-use crate::cel::request::CelRequest;
+use crate::cel::eval::request::CelRequest;
 use crate::host::cluster::{CachedCluster, Cluster};
 use crate::host::node_lookup::{self, NodeFields, NodeLookup};
 use crate::kyverno;

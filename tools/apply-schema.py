@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes src/cel/apply_schema.bin: Kubernetes' structural schema of the
-built-in kinds, which ApplyConfiguration merges by (src/cel/apply_schema.rs
+"""Writes src/cel/patch/apply_schema.bin: Kubernetes' structural schema of the
+built-in kinds, which ApplyConfiguration merges by (src/cel/patch/apply_schema.rs
 reads it).
 
 Input: client-go's applyconfigurations/internal/internal.go, the schema
@@ -259,7 +259,7 @@ def main(path):
     assert len(out) == offset, (len(out), offset)
     # Not padded here: src/cel/tables.rs pads the region it shares with the
     # time zones to whole pages.
-    target = "src/cel/apply_schema.bin"
+    target = "src/cel/patch/apply_schema.bin"
     open(target, "wb").write(out)
     print(f"{target}: {len(out)} bytes, {len(roots)} kinds, {len(order)} records")
 

@@ -61,7 +61,7 @@ def policy_cel(cases):
                 f.write(json.dumps(dict(case, request=admission_request(case))) + "\n")
         env = dict(os.environ, DIFFERENTIAL_CASES=cases_path, DIFFERENTIAL_ANSWERS=answers_path)
         out = subprocess.run(["cargo", "test", "--quiet", "--lib", "--", "--ignored", "--exact",
-                              "cel::differential::differential_cel"],
+                              "testing::cel_differential::differential_cel"],
                              cwd=ROOT, env=env, capture_output=True, text=True)
         if out.returncode != 0:
             raise SystemExit(f"the policy's CEL harness failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")

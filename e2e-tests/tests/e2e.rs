@@ -181,7 +181,7 @@ impl policy_host::Capabilities for Scripted {
 }
 
 /// One fuzz corpus input (`request \0 settings \0 host answer`, see
-/// `src/fuzzing.rs`) whose request and settings are JSON.
+/// `src/testing/fuzzing.rs`) whose request and settings are JSON.
 struct CorpusInput {
     name: String,
     request: Value,

@@ -28,11 +28,11 @@
 use serde_json::{Map, Value};
 
 use super::dispatcher::{check_exceptions, condition_holds, mutate};
-use super::evaluation::Evaluation;
-use super::matching;
-use super::policy::CelPolicy;
-use super::request::CelRequest;
 use super::spec::MatchResources;
+use crate::cel::eval::evaluation::Evaluation;
+use crate::cel::eval::request::CelRequest;
+use crate::cel::policy::CelPolicy;
+use crate::cel::policy::matching;
 use crate::host::cluster::Read;
 use crate::shared::metadata::section;
 
@@ -142,7 +142,7 @@ fn run_on_target(
     mutate(
         policy,
         &mut evaluation,
-        super::apply::schema_of("v1", "Pod"),
+        crate::cel::patch::apply::schema_of("v1", "Pod"),
     )
     // A Kyverno policy: no mutation is skipped, the policy fails whole.
     .map(|(object, _)| Some(object))
@@ -200,7 +200,7 @@ mod tests {
     use kubewarden_policy_sdk::response::ValidationResponse;
     use serde_json::{Value, json};
 
-    use crate::kyverno::conformance::{Table, annotations, get, refused, request, run_on};
+    use crate::testing::fake_cluster::{FakeCluster, annotations, get, refused, request, run_on};
 
     const THE_BOUND_POD: &str =
         "resource.get(\"v1\", \"pods\", object.metadata.namespace, object.metadata.name)";
@@ -227,8 +227,8 @@ mod tests {
             "metadata": {"name": "zone-on-bound-pod"}, "spec": spec})
     }
 
-    fn cluster_with_the_pod(labels: Value) -> Table {
-        Table::cluster().with(
+    fn cluster_with_the_pod(labels: Value) -> FakeCluster {
+        FakeCluster::cluster().with(
             get("v1", "Pod", Some("default"), "busybox"),
             json!({"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": "busybox", "namespace": "default", "labels": labels},
@@ -324,7 +324,7 @@ mod tests {
             (json!({}), "Cannot find"),
         ] {
             let table = if expected == "Cannot find" {
-                Table::cluster()
+                FakeCluster::cluster()
             } else {
                 cluster_with_the_pod(json!({"app": "web"}))
             };
@@ -375,7 +375,7 @@ mod tests {
     #[test]
     fn the_admission_half_mutates_the_trigger_with_a_warning_for_the_rest() {
         let policy = label_namespaces(json!({"mutateExisting": {"enabled": true}}));
-        let table = Table::default();
+        let table = FakeCluster::default();
         let response = run_on(request("namespace-create.json"), policy.clone(), &table);
         assert!(response.accepted, "{:?}", response.message);
         assert_eq!(
@@ -392,13 +392,21 @@ mod tests {
         // `targetMatchConstraints` without targets is none, as Kyverno reads it.
         let mut empty = policy.clone();
         empty["spec"]["targetMatchConstraints"] = json!({"resourceRules": []});
-        let response = run_on(request("namespace-create.json"), empty, &Table::default());
+        let response = run_on(
+            request("namespace-create.json"),
+            empty,
+            &FakeCluster::default(),
+        );
         assert_eq!(labels(&response).unwrap()["mykey"], "myvalue");
         // matchConditions gate the admission half as any policy's.
         let mut gated = policy;
         gated["spec"]["matchConditions"] =
             json!([{"name": "not-team-a", "expression": "object.metadata.name != 'team-a'"}]);
-        let response = run_on(request("namespace-create.json"), gated, &Table::default());
+        let response = run_on(
+            request("namespace-create.json"),
+            gated,
+            &FakeCluster::default(),
+        );
         assert!(response.accepted && response.mutated_object.is_none());
     }
 
@@ -406,7 +414,7 @@ mod tests {
     fn admission_disabled_skips_the_admission_half() {
         let policy = label_namespaces(json!({"admission": {"enabled": false},
             "mutateExisting": {"enabled": true}}));
-        let table = Table::default();
+        let table = FakeCluster::default();
         let response = run_on(request("namespace-create.json"), policy.clone(), &table);
         assert!(response.accepted && response.mutated_object.is_none());
         assert!(table.reads().is_empty());
@@ -419,7 +427,11 @@ mod tests {
         // Written true, it runs, as by default.
         let policy = label_namespaces(json!({"admission": {"enabled": true},
             "mutateExisting": {"enabled": true}}));
-        let response = run_on(request("namespace-create.json"), policy, &Table::default());
+        let response = run_on(
+            request("namespace-create.json"),
+            policy,
+            &FakeCluster::default(),
+        );
         assert_eq!(labels(&response).unwrap()["mykey"], "myvalue");
     }
 

@@ -5,13 +5,13 @@
 use ::cel::Value as CelValue;
 use serde_json::{Value, json};
 
-use super::apply;
-use super::evaluation::Evaluation;
-use super::patchers::{Patcher, Patching};
-use super::policy::CelPolicy;
-use super::request::Evaluated;
-use super::result_types;
-use super::values::to_json;
+use crate::cel::check::result_types;
+use crate::cel::eval::evaluation::Evaluation;
+use crate::cel::eval::request::Evaluated;
+use crate::cel::libraries::values::to_json;
+use crate::cel::patch::apply;
+use crate::cel::patch::patchers::{Patcher, Patching};
+use crate::cel::policy::CelPolicy;
 use crate::shared::policy_options::FailurePolicy;
 
 /// Kyverno checks exceptions first: `false` where one that holds exempts
@@ -124,13 +124,13 @@ fn mutate_once<'a>(
     // Kyverno's rewrite can leave a nested construction's type name off
     // its new path; Kyverno's type check then fails the mutation.
     if policy.rewritten_for_template
-        && let Some(Ok(compiled)) = policy.compiled(&patcher.expression)
+        && let Some(Ok(compiled)) = policy.program(patcher.program)
         && let Some(why) = result_types::misnamed(patcher.place(), &compiled.expression)
     {
         return Err(format!("mutations[{i}]: {why}"));
     }
     evaluation.in_mutation = true;
-    let result = evaluation.evaluate(&patcher.expression, at);
+    let result = evaluation.evaluate_program(patcher.program, at);
     evaluation.in_mutation = false;
     let result = match result? {
         Evaluated::Json(result) => result,

@@ -9,13 +9,13 @@
 use ::cel::Value as CelValue;
 use serde_json::Value;
 
-use super::autogen::{self, template_for};
 use super::dispatcher::{check_exceptions, condition_holds, mutate};
-use super::evaluation::Evaluation;
-use super::matching;
-use super::policy::CelPolicy;
-use super::request::{CelRequest, Evaluated};
-use super::{apply, bound_pod};
+use crate::cel::eval::evaluation::Evaluation;
+use crate::cel::eval::request::{CelRequest, Evaluated};
+use crate::cel::policy::CelPolicy;
+use crate::cel::policy::autogen::{self, Template, template_for};
+use crate::cel::policy::matching;
+use crate::cel::{bound_pod, patch::apply};
 
 pub enum CelResult {
     /// The policy does not apply to this request.
@@ -33,36 +33,11 @@ pub enum CelResult {
 
 /// Runs `policy` over `object`; `Err` is a failure `failurePolicy` judges.
 pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<CelResult, String> {
-    // Kyverno's webhook runs no policy with admission off, nor one whose
-    // targetMatchConstraints name targets (its background controller's).
-    if !policy.runs_on_admission() {
-        return Ok(CelResult::Skipped);
-    }
-    if let Some(namespace) = &policy.namespace
-        && *namespace != request.facts.namespace
-    {
-        return Ok(CelResult::Skipped);
-    }
-    let Some(constraints) = &policy.spec.match_constraints else {
+    let Some(template) = applies(policy, object, request) else {
         return Ok(CelResult::Skipped);
     };
     // Autogen: over a Pod controller, Kyverno runs its rewrite of a Pod
-    // policy, matched as the Pod policy would match the template.
-    let template = template_for(policy, request.facts);
-    let pod_info;
-    let info = match template {
-        Some(_) => {
-            pod_info = request.facts.for_pod_template();
-            &pod_info
-        }
-        None => request.facts,
-    };
-    if !matching::rules_match(constraints, info) {
-        return Ok(CelResult::Skipped);
-    }
-    if !matching::object_selected(constraints, Some(object)) {
-        return Ok(CelResult::Skipped);
-    }
+    // policy.
     let rewritten;
     let policy = match template {
         Some(template) => {
@@ -72,29 +47,92 @@ pub fn run(policy: &CelPolicy, object: &Value, request: &CelRequest) -> Result<C
         None => policy,
     };
     let mut evaluation = Evaluation::new(policy, request, object.clone());
+    if !admitted(policy, request, &mut evaluation)? {
+        return Ok(CelResult::Skipped);
+    }
+    mutate_admitted(policy, object, request, evaluation)
+}
+
+/// Whether the policy runs on this request by what is known without
+/// evaluating anything (admission on, namespace, resource rules, object
+/// selector): `None` if not, else the Pod template it runs over when this
+/// is Kyverno's autogen over a Pod controller.
+pub(crate) fn applies(
+    policy: &CelPolicy,
+    object: &Value,
+    request: &CelRequest,
+) -> Option<Option<Template>> {
+    // Kyverno's webhook runs no policy with admission off, nor one whose
+    // targetMatchConstraints name targets (its background controller's).
+    if !policy.runs_on_admission() {
+        return None;
+    }
+    if let Some(namespace) = &policy.namespace
+        && *namespace != request.facts.namespace
+    {
+        return None;
+    }
+    let constraints = policy.spec.match_constraints.as_ref()?;
+    // Over a Pod controller, matched as the Pod policy would match the
+    // template.
+    let template = template_for(policy, request.facts);
+    let pod_info;
+    let info = match template {
+        Some(_) => {
+            pod_info = request.facts.for_pod_template();
+            &pod_info
+        }
+        None => request.facts,
+    };
+    if !matching::rules_match(constraints, info)
+        || !matching::object_selected(constraints, Some(object))
+    {
+        return None;
+    }
+    Some(template)
+}
+
+/// Whether the policy, already found to apply ([`applies`]), admits the
+/// request to its mutations: the namespace selector, its exceptions and its
+/// `matchConditions`, evaluated in `evaluation`.
+pub(crate) fn admitted<'a>(
+    policy: &'a CelPolicy,
+    request: &CelRequest,
+    evaluation: &mut Evaluation<'a>,
+) -> Result<bool, String> {
+    let Some(constraints) = &policy.spec.match_constraints else {
+        return Ok(false);
+    };
     if constraints.namespace_selector.is_some() && !request.facts.namespace.is_empty() {
         let namespace = evaluation.namespace()?;
         if !matching::namespace_selected(constraints, Some(&namespace)) {
-            return Ok(CelResult::Skipped);
+            return Ok(false);
         }
     }
     // Kyverno checks a target's exceptions over the target (`bound_pod`).
-    if !policy.bound_pod && !check_exceptions(policy, &mut evaluation)? {
-        return Ok(CelResult::Skipped);
+    if !policy.bound_pod && !check_exceptions(policy, evaluation)? {
+        return Ok(false);
     }
     // Paths in the settings are for messages: made only when one is needed.
     for (i, condition) in policy.spec.match_conditions.iter().enumerate() {
         let at = || format!("{}.spec.matchConditions[{i}]", policy.at);
-        if !condition_holds(&mut evaluation, &condition.expression, at)
+        if !condition_holds(evaluation, &condition.expression, at)
             .map_err(|why| format!("matchConditions[{i}] ({:?}): {why}", condition.name))?
         {
-            return Ok(CelResult::Skipped);
+            return Ok(false);
         }
     }
-    #[cfg(test)]
-    if let Some(value) = super::differential::probe(&mut evaluation) {
-        return value;
-    }
+    Ok(true)
+}
+
+/// The mutations of a policy that admitted the request, and its audit
+/// annotations.
+fn mutate_admitted<'a>(
+    policy: &'a CelPolicy,
+    object: &Value,
+    request: &CelRequest,
+    mut evaluation: Evaluation<'a>,
+) -> Result<CelResult, String> {
     // Kyverno's webhook leaves a policy with targetMatchConstraints to its
     // background controller: only the Pod being bound is mutated.
     if policy.bound_pod {

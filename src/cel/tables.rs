@@ -21,7 +21,7 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-const SCHEMA: &[u8] = include_bytes!("apply_schema.bin");
+const SCHEMA: &[u8] = include_bytes!("patch/apply_schema.bin");
 const ZONES: &[u8] = include_bytes!("libraries/time_zones.bin");
 const PAGE: usize = 4096;
 const LENGTH: usize = 26 * PAGE;

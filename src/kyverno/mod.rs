@@ -17,9 +17,6 @@ pub mod spec;
 pub mod variable_names;
 pub mod variables;
 
-#[cfg(test)]
-pub(crate) mod conformance;
-
 use std::collections::BTreeMap;
 
 use serde_json::Value;

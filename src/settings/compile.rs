@@ -39,7 +39,7 @@ pub fn may_have_rules(raw: &str) -> bool {
 /// Gives each CEL policy the exceptions that name it; an exception naming
 /// no policy of the settings is refused (a typo would exempt nothing).
 fn attach_exceptions(
-    exceptions: Vec<crate::cel::exception::CelException>,
+    exceptions: Vec<crate::cel::policy::exception::CelException>,
     sources: &mut [(String, Vec<RuleSpec>, RuleGroup)],
 ) -> Result<(), String> {
     for exception in exceptions {

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::value::RawValue;
 
-use crate::cel::exception::{CelException, ExceptionSpec};
+use crate::cel::policy::exception::{CelException, ExceptionSpec};
 use crate::cel::{CelKind, CelPolicy};
 use crate::kyverno::spec::RuleSpec;
 use crate::shared::autogen::{AUTOGEN_ANNOTATION, AUTOGEN_DEFAULT, Autogen};

@@ -158,6 +158,16 @@ impl PolicyPlan {
         self.copy.iter().any(|r| r.source == source)
     }
 
+    /// The plan with its CEL policies run by `evaluators`.
+    pub fn with_evaluators(mut self, evaluators: crate::cel::program::Evaluators) -> Self {
+        for group in &mut self.rule_groups {
+            if let Some(policy) = group.cel.as_mut() {
+                policy.evaluators = evaluators;
+            }
+        }
+        self
+    }
+
     /// What is worth saying about settings that load but may not do what
     /// they seem to: logged when the policy is loaded.
     pub fn load_warnings(&self) -> Vec<String> {
@@ -191,7 +201,7 @@ impl PolicyPlan {
                     policy.name,
                 ));
             }
-            warnings.extend(crate::cel::targets::warning(policy));
+            warnings.extend(crate::cel::policy::targets::warning(policy));
             warnings.extend(crate::cel::autogen_warning(policy));
         }
         // Kyverno's default for a ClusterPolicy or Policy is Fail too.

@@ -33,7 +33,7 @@ use ::cel::{Env, ExecutionError, IdedExpr};
 use super::{
     Function, boolean, error, member, opaque, opaque_arg, string, string_arg, string_type,
 };
-use crate::cel::host_reads::READ_PENDING;
+use crate::cel::libraries::host_reads::READ_PENDING;
 use crate::host::cluster::{CachedCluster, Read};
 use crate::shared::request_facts::AdmissionRequest;
 use crate::shared::request_facts::RequestFacts;
@@ -418,5 +418,5 @@ fn visit_calls(expr: &IdedExpr, f: &mut dyn FnMut(&str, &IdedExpr)) {
     {
         f(&call.func_name, target);
     }
-    crate::cel::ast::children(expr, &mut |child| visit_calls(child, f));
+    crate::cel::syntax::ast::children(expr, &mut |child| visit_calls(child, f));
 }

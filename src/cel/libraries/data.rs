@@ -130,7 +130,7 @@ fn marshal<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executio
         .first()
         .ok_or_else(|| ExecutionError::invalid_argument_count(1, 0))?;
     let value = Value::try_from(value.as_ref())?;
-    let json = crate::cel::values::to_json(&value).map_err(|e| error(F, e))?;
+    let json = crate::cel::libraries::values::to_json(&value).map_err(|e| error(F, e))?;
     string(serde_json::to_string(&go_numbers(json)).map_err(|e| error(F, e.to_string()))?)
 }
 

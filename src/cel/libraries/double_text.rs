@@ -25,7 +25,7 @@ pub fn register(env: &mut Env) {
 /// Wraps the argument of every one-argument global `string(x)` and
 /// `double(x)`.
 pub fn rewrite(expr: &mut IdedExpr) {
-    crate::cel::ast::children_mut(expr, &mut rewrite);
+    crate::cel::syntax::ast::children_mut(expr, &mut rewrite);
     if let Expr::Call(call) = &mut expr.expr
         && call.target.is_none()
         && let [argument] = call.args.as_mut_slice()

@@ -1,5 +1,5 @@
 //! The rest of Kubernetes' lists library (`indexOf` and `lastIndexOf` are in
-//! [`environment`](crate::cel::environment)): `isSorted()`, `sum()`,
+//! [`environment`](crate::cel::eval::environment)): `isSorted()`, `sum()`,
 //! `min()`, `max()` on a list, and `includes(x)`. Elements compare as CEL
 //! compares them (numbers across int, uint and double; strings, bools,
 //! bytes); `sum` adds ints, uints or doubles, one kind per list, and is 0 on

@@ -3,7 +3,7 @@
 //! environment carries (`regex.replace`, `regex.extract`, ...), and
 //! Kubernetes' quantity, semver and list functions. Each is declared only in
 //! an environment whose expressions name it (see
-//! [`Libraries`](super::library_use::Libraries)).
+//! [`Libraries`](crate::cel::program::library_use::Libraries)).
 //!
 //! Values of the libraries' own types (an image reference, a quantity, a
 //! version) are the crate's opaque values, so they keep their type through
@@ -23,6 +23,7 @@ pub mod format;
 pub mod go_quote;
 pub mod gzip;
 pub mod hash;
+pub mod host_reads;
 pub mod image;
 pub mod ip;
 pub mod lists;
@@ -34,6 +35,7 @@ pub mod string_format;
 pub mod time;
 pub mod time_zones;
 pub mod url;
+pub mod values;
 
 /// The crate's string, int, bool and dyn types, for declarations.
 pub(crate) fn string_type() -> Type {
@@ -201,7 +203,7 @@ pub fn rename_member_calls(expr: &mut ::cel::common::ast::IdedExpr, renames: &[&
     if renames.is_empty() {
         return;
     }
-    crate::cel::ast::children_mut(expr, &mut |child| rename_member_calls(child, renames));
+    crate::cel::syntax::ast::children_mut(expr, &mut |child| rename_member_calls(child, renames));
     if let ::cel::common::ast::Expr::Call(call) = &mut expr.expr
         && call.target.is_some()
         && let Some(rename) = renames
@@ -234,11 +236,11 @@ pub(crate) mod testing {
 
     use ::cel::{ExecutionError, Value};
 
-    use crate::cel::{environment::runtime_env, library_use::Libraries};
+    use crate::cel::{eval::environment::runtime_env, program::library_use::Libraries};
 
     /// Evaluates `source` in the environment its text asks for.
     pub fn eval(source: &str) -> Result<Value, ExecutionError> {
-        crate::cel::type_check::check_source(source)
+        crate::cel::check::type_check::check_source(source)
             .map_err(|e| ExecutionError::function_error("check", e))?;
         let libraries = Libraries::for_source(source);
         let env = Arc::new(runtime_env(&BTreeSet::new(), libraries));
@@ -281,15 +283,15 @@ pub(crate) mod testing {
                 "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/binding"]}]},
             "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
                 format!("Object{{metadata: Object.metadata{{annotations: {{'result': {expression}}}}}}}")}}]}});
-        let response = crate::kyverno::conformance::run("binding.json", policy);
+        let response = crate::testing::fake_cluster::run("binding.json", policy);
         assert!(response.accepted, "{expression}: {:?}", response.message);
-        crate::kyverno::conformance::annotations(&response)
+        crate::testing::fake_cluster::annotations(&response)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::cel::library_use::Libraries;
+    use crate::cel::program::library_use::Libraries;
 
     #[test]
     fn a_library_is_added_only_when_an_expression_names_it() {

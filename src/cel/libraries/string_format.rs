@@ -1237,10 +1237,10 @@ mod tests {
             "variables": [{"name": "at", "expression": "timestamp('2026-11-26T09:30:00Z')"}],
             "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
                 "Object{metadata: Object.metadata{annotations: {'result': '%s, then %s'.format([variables.at, [duration('90m')]])}}}"}}]}});
-        let response = crate::kyverno::conformance::run("binding.json", policy);
+        let response = crate::testing::fake_cluster::run("binding.json", policy);
         assert!(response.accepted, "{:?}", response.message);
         assert_eq!(
-            crate::kyverno::conformance::annotations(&response),
+            crate::testing::fake_cluster::annotations(&response),
             serde_json::json!({"result": "2026-11-26T09:30:00Z, then [duration(\"5400s\")]"})
         );
     }

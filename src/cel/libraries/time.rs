@@ -342,7 +342,7 @@ const OPERATORS: [(&str, usize, &str, super::Function); 7] = [
 /// so that they reach timestamps and durations. (`format` needs no rewrite:
 /// the project's own reads times, see [`format_text`].)
 pub fn rewrite_for_times(expr: &mut IdedExpr) {
-    crate::cel::ast::children_mut(expr, &mut rewrite_for_times);
+    crate::cel::syntax::ast::children_mut(expr, &mut rewrite_for_times);
     if let Expr::Call(call) = &mut expr.expr
         && call.target.is_none()
         && let Some((.., name, _)) = OPERATORS

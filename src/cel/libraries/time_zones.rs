@@ -386,9 +386,9 @@ mod tests {
     #[test]
     #[ignore = "needs a cases file written by tools/time-zones.py --cases"]
     fn time_zone_conformance() {
-        let Some(cases) =
-            crate::cel::spec_conformance::cases_from_env::<(String, i64, i32)>("TIME_ZONE_CASES")
-        else {
+        let Some(cases) = crate::testing::cel_spec_conformance::cases_from_env::<(String, i64, i32)>(
+            "TIME_ZONE_CASES",
+        ) else {
             return;
         };
         let mut failures = 0;

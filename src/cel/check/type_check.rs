@@ -1,0 +1,665 @@
+//! Types, checked at load as far as they are known, as cel-go's checker
+//! checks them when Kubernetes or Kyverno admit a policy: `'a' + 1`,
+//! `size(1)`, `object.metadata.name.startWith('x')` (a function nothing
+//! declares), `[1, 2].all(x, x + 1)`. Without this the evaluator finds them
+//! only on the requests that reach them, where a `Fail` policy then rejects.
+//!
+//! The request's objects have no schema here, so `object`, `params` and the
+//! like are `dyn`, and so is whatever a library function without a
+//! signature below gives: a type error is reported only where the types
+//! involved are known (literals, the core functions, the operators,
+//! variables built from them). Whether a called function exists is asked of
+//! an environment with every library in it, so no list of names is kept.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use std::sync::Arc;
+
+use ::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+
+use crate::cel::check::signatures::{operator, resolve, signatures, symbol};
+use crate::cel::check::types::Declared;
+use crate::cel::check::types::{Ty, fits, join};
+use crate::cel::{eval::environment::runtime_env, program::library_use::Libraries};
+
+/// Asks an environment with every library whether a function is declared.
+pub(in crate::cel) struct FunctionNames {
+    context: ::cel::Context<'static, 'static>,
+}
+
+impl FunctionNames {
+    pub(in crate::cel) fn new() -> Self {
+        let env = runtime_env(&BTreeSet::new(), Libraries::every());
+        FunctionNames {
+            context: ::cel::Context::with_env(Arc::new(env)),
+        }
+    }
+
+    /// The crate refuses a context function named as a declared overload,
+    /// which is the one public way to ask whether `name` is declared; the
+    /// probe it adds on success lives in this context only.
+    fn declared(&mut self, name: &str) -> bool {
+        self.context.add_function(name, |x: i64| x).is_err()
+    }
+}
+
+/// Why an expression cannot be typed, and what in its text to point at.
+struct TypeError {
+    message: String,
+    anchor: Option<Anchor>,
+}
+
+/// What of the text an error is about: a name (a function called, a field
+/// selected) or an operator.
+enum Anchor {
+    Name(String),
+    Symbol(&'static str),
+}
+
+/// The type of `expr`, or why it is wrong, with its line and column when
+/// the text shows unambiguously where. `variables` are the types of the
+/// policy's variables declared before this expression.
+pub(in crate::cel) fn check(
+    source: &str,
+    expr: &IdedExpr,
+    variables: &BTreeMap<String, Ty>,
+    functions: &mut FunctionNames,
+    kyverno: bool,
+) -> Result<Ty, String> {
+    let mut checker = Checker {
+        variables,
+        functions,
+        scopes: Vec::new(),
+        kyverno,
+    };
+    checker.infer(expr).map_err(|error| {
+        match error.anchor.and_then(|anchor| position(source, &anchor)) {
+            Some((line, column)) => format!("line {line}, column {column}: {}", error.message),
+            None => error.message,
+        }
+    })
+}
+
+struct Checker<'a> {
+    variables: &'a BTreeMap<String, Ty>,
+    functions: &'a mut FunctionNames,
+    /// The comprehension variables in scope, innermost last.
+    scopes: Vec<(String, Ty)>,
+    /// A Kyverno kind: its `request` also has `object` and `oldObject`.
+    kyverno: bool,
+}
+
+impl Checker<'_> {
+    fn infer(&mut self, expr: &IdedExpr) -> Result<Ty, TypeError> {
+        match &expr.expr {
+            Expr::Literal(literal) => Ok(match literal {
+                LiteralValue::Boolean(_) => Ty::Bool,
+                LiteralValue::Bytes(_) => Ty::Bytes,
+                LiteralValue::Double(_) => Ty::Double,
+                LiteralValue::Int(_) => Ty::Int,
+                LiteralValue::Null => Ty::Null,
+                LiteralValue::String(_) => Ty::String,
+                LiteralValue::UInt(_) => Ty::Uint,
+            }),
+            Expr::Ident(name) => Ok(self.ident(name)),
+            Expr::Select(select) => {
+                if let Expr::Ident(name) = &select.operand.expr
+                    && name == "variables"
+                    && !self.bound(name)
+                {
+                    let known = self.variables.get(&select.field).cloned();
+                    return Ok(if select.test {
+                        Ty::Bool
+                    } else {
+                        known.unwrap_or(Ty::Dyn)
+                    });
+                }
+                let operand = self.infer(&select.operand)?;
+                let field = match operand {
+                    Ty::Dyn | Ty::Object => Ty::Dyn,
+                    Ty::Map(_, value) => *value,
+                    // Kubernetes declares JSONPatch's four fields.
+                    Ty::JsonPatch if matches!(select.field.as_str(), "op" | "path" | "from") => {
+                        Ty::String
+                    }
+                    Ty::JsonPatch if select.field == "value" => Ty::Dyn,
+                    Ty::JsonPatch => {
+                        return Err(TypeError {
+                            message: format!("undefined field '{}'", select.field),
+                            anchor: Some(Anchor::Name(select.field.clone())),
+                        });
+                    }
+                    Ty::Declared(declared) => {
+                        declared.field(&select.field).ok_or_else(|| TypeError {
+                            message: format!("undefined field '{}'", select.field),
+                            anchor: Some(Anchor::Name(select.field.clone())),
+                        })?
+                    }
+                    other => {
+                        return Err(TypeError {
+                            message: format!("type '{other}' does not support field selection"),
+                            anchor: Some(Anchor::Name(select.field.clone())),
+                        });
+                    }
+                };
+                Ok(if select.test { Ty::Bool } else { field })
+            }
+            Expr::List(list) => {
+                let mut element: Option<Ty> = None;
+                for (i, item) in list.elements.iter().enumerate() {
+                    let mut ty = self.infer(item)?;
+                    if list.optional_indices.contains(&i) {
+                        ty = Ty::Dyn;
+                    }
+                    element = Some(match element {
+                        None => ty,
+                        Some(before) => join(before, ty),
+                    });
+                }
+                Ok(Ty::list(element.unwrap_or(Ty::Dyn)))
+            }
+            Expr::Map(map) => {
+                let mut kv: Option<(Ty, Ty)> = None;
+                for entry in &map.entries {
+                    if let EntryExpr::MapEntry(entry) = &entry.expr {
+                        let key = self.infer(&entry.key)?;
+                        let mut value = self.infer(&entry.value)?;
+                        if entry.optional {
+                            value = Ty::Dyn;
+                        }
+                        kv = Some(match kv {
+                            None => (key, value),
+                            Some((k, v)) => (join(k, key), join(v, value)),
+                        });
+                    }
+                }
+                let (key, value) = kv.unwrap_or((Ty::Dyn, Ty::Dyn));
+                Ok(Ty::Map(Box::new(key), Box::new(value)))
+            }
+            Expr::Struct(s) => {
+                for entry in &s.entries {
+                    if let EntryExpr::StructField(field) = &entry.expr {
+                        self.infer(&field.value)?;
+                    }
+                }
+                Ok(if s.type_name == "JSONPatch" {
+                    Ty::JsonPatch
+                } else if s.type_name == "Object" || s.type_name.starts_with("Object.") {
+                    Ty::Object
+                } else {
+                    Ty::Dyn
+                })
+            }
+            Expr::Comprehension(c) => self.comprehension(c),
+            Expr::Call(call) => self.call(call),
+            Expr::Unspecified => Ok(Ty::Dyn),
+        }
+    }
+
+    fn bound(&self, name: &str) -> bool {
+        self.scopes.iter().any(|(bound, _)| bound == name)
+    }
+
+    fn ident(&self, name: &str) -> Ty {
+        if let Some((_, ty)) = self.scopes.iter().rev().find(|(bound, _)| bound == name) {
+            return ty.clone();
+        }
+        match name {
+            _ if crate::cel::check::declarations::is_type(name) => Ty::Type,
+            "request" => Ty::Declared(Declared::Request {
+                kyverno: self.kyverno,
+            }),
+            "namespaceObject" => Ty::Declared(Declared::Namespace),
+            _ => Ty::Dyn,
+        }
+    }
+
+    fn comprehension(
+        &mut self,
+        c: &::cel::common::ast::ComprehensionExpr,
+    ) -> Result<Ty, TypeError> {
+        let range = self.infer(&c.iter_range)?;
+        let (first, second) = match range {
+            Ty::Dyn => (Ty::Dyn, Ty::Dyn),
+            // One variable: a list's elements, a map's keys; two: a list's
+            // indices and elements, a map's keys and values.
+            Ty::List(element) if c.iter_var2.is_some() => (Ty::Int, *element),
+            Ty::List(element) => (*element, Ty::Dyn),
+            Ty::Map(key, value) => (*key, *value),
+            other => {
+                return Err(TypeError {
+                    message: format!(
+                        "expression of type '{other}' cannot be range of a comprehension (must be list, map, or dynamic)"
+                    ),
+                    anchor: None,
+                });
+            }
+        };
+        // The accumulator keeps the initial value's type; an empty list or
+        // map starts with elements of any type.
+        let accumulator = match self.infer(&c.accu_init)? {
+            Ty::List(_) => Ty::list(Ty::Dyn),
+            Ty::Map(..) => Ty::Map(Box::new(Ty::Dyn), Box::new(Ty::Dyn)),
+            other => other,
+        };
+        let depth = self.scopes.len();
+        self.scopes.push((c.accu_var.clone(), accumulator));
+        let result = self.infer(&c.result);
+        self.scopes.push((c.iter_var.clone(), first));
+        if let Some(second_var) = &c.iter_var2 {
+            self.scopes.push((second_var.clone(), second));
+        }
+        let inner = result.and_then(|result| {
+            self.infer(&c.loop_cond)?;
+            self.loop_step(c)?;
+            Ok(result)
+        });
+        self.scopes.truncate(depth);
+        inner
+    }
+
+    /// Types the loop step. The condition of `all`, `exists`, `exists_one`
+    /// and `filter` must give a bool: said of the macro, not of the `&&` or
+    /// `?:` it expands into. Each part of the step is typed once: typing the
+    /// condition again with the step would double the work at every level of
+    /// nested macros.
+    fn loop_step(&mut self, c: &::cel::common::ast::ComprehensionExpr) -> Result<(), TypeError> {
+        let macro_step = match &c.loop_step.expr {
+            Expr::Call(step) => match (step.func_name.as_str(), step.args.as_slice()) {
+                ("_&&_" | "_||_", [accumulator, _]) if matches!(&accumulator.expr, Expr::Ident(name) if *name == c.accu_var) => {
+                    Some((step, 1))
+                }
+                ("_?_:_", [_, _, _]) => Some((step, 0)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some((step, at)) = macro_step else {
+            return self.infer(&c.loop_step).map(drop);
+        };
+        let condition = match step.args.get(at) {
+            Some(condition) => self.infer(condition)?,
+            None => Ty::Dyn,
+        };
+        if !fits(&condition, &Ty::Bool) {
+            return Err(TypeError {
+                message: format!("a macro's condition gives '{condition}'; it must give 'bool'"),
+                anchor: None,
+            });
+        }
+        let mut args = Vec::with_capacity(step.args.len());
+        for (i, arg) in step.args.iter().enumerate() {
+            args.push(if i == at {
+                condition.clone()
+            } else {
+                self.infer(arg)?
+            });
+        }
+        operator_call(&step.func_name, &args).transpose().map(drop)
+    }
+
+    fn call(&mut self, call: &::cel::common::ast::CallExpr) -> Result<Ty, TypeError> {
+        let name = call.func_name.as_str();
+        // `optional.of(x)`, `math.abs(x)`: a function of a namespace, where
+        // one is declared by that name; Kyverno's `resource` and `image` are
+        // values whose functions are members.
+        let qualified = match call.target.as_deref().map(|t| &t.expr) {
+            Some(Expr::Ident(namespace)) if !self.bound(namespace) => {
+                Some(format!("{namespace}.{name}"))
+            }
+            _ => None,
+        };
+        let namespaced = qualified
+            .clone()
+            .filter(|qualified| self.functions.declared(qualified));
+        let receiver = match (&call.target, &namespaced) {
+            (Some(target), None) => Some(self.infer(target)?),
+            _ => None,
+        };
+        let mut args = Vec::with_capacity(call.args.len());
+        for arg in &call.args {
+            args.push(self.infer(arg)?);
+        }
+        // A timestamp getter given a zone no database has (a typo) would fail
+        // on every request; cel-go finds it only then.
+        if let (Some(_), [arg]) = (&receiver, call.args.as_slice())
+            && let Expr::Literal(LiteralValue::String(zone)) = &arg.expr
+            && crate::cel::libraries::time::is_getter(name)
+            && let Err(message) = crate::cel::libraries::time::zone_offset_at(zone, 0)
+        {
+            return Err(TypeError {
+                message,
+                anchor: Some(Anchor::Name(name.to_string())),
+            });
+        }
+        let full_name = namespaced.as_deref().unwrap_or(name);
+        if let Some(result) = operator_call(name, &args) {
+            return result;
+        }
+        // Names the parser's and this policy's rewrites give their helpers
+        // (`@not_strictly_false`, `math.@max`), and the optional operators
+        // (`_?._`, `_[?_]`).
+        if name.contains('@') || name.starts_with('_') {
+            return Ok(if name == "@not_strictly_false" {
+                Ty::Bool
+            } else {
+                Ty::Dyn
+            });
+        }
+        if !self.functions.declared(full_name) {
+            // `math.absolute(1)` is said as cel-go says it; `object.f()` is
+            // a member call.
+            let reported = qualified.as_deref().filter(|q| {
+                q.split('.')
+                    .next()
+                    .is_some_and(crate::cel::check::declarations::is_namespace)
+            });
+            return Err(TypeError {
+                message: format!("undeclared reference to '{}'", reported.unwrap_or(name)),
+                anchor: Some(Anchor::Name(name.to_string())),
+            });
+        }
+        let Some(overloads) = signatures(full_name, receiver.is_some()) else {
+            return Ok(Ty::Dyn);
+        };
+        let mut all = Vec::with_capacity(args.len() + 1);
+        all.extend(receiver.clone());
+        all.extend(args.iter().cloned());
+        resolve(&overloads, &all).ok_or_else(|| TypeError {
+            message: no_overload(full_name, receiver.as_ref(), &args),
+            anchor: Some(Anchor::Name(name.to_string())),
+        })
+    }
+}
+
+/// What an operator gives, or cel-go's error where no overload takes `args`;
+/// `None` when `name` is no operator.
+fn operator_call(name: &str, args: &[Ty]) -> Option<Result<Ty, TypeError>> {
+    operator(name, args).map(|result| {
+        result.map_err(|()| TypeError {
+            message: no_overload(name, None, args),
+            anchor: symbol(name).map(Anchor::Symbol),
+        })
+    })
+}
+
+/// cel-go's message: `found no matching overload for '_+_' applied to
+/// '(string, int)'`, a member call's receiver before a dot.
+fn no_overload(name: &str, receiver: Option<&Ty>, args: &[Ty]) -> String {
+    let args: Vec<String> = args.iter().map(Ty::to_string).collect();
+    let receiver = receiver.map(|r| format!("{r}.")).unwrap_or_default();
+    format!(
+        "found no matching overload for '{name}' applied to '{receiver}({})'",
+        args.join(", ")
+    )
+}
+
+/// Where `anchor` stands in `source`, outside quoted text, when it stands
+/// there once (line and column from 1). This still reads the text: the
+/// check's errors name an anchor, not a node, so the parser's positions by
+/// node id ([`crate::cel::program::positions`], which undeclared names and
+/// literal metadata keys use) do not reach them yet.
+fn position(source: &str, anchor: &Anchor) -> Option<(usize, usize)> {
+    let (text, is_name) = match anchor {
+        Anchor::Name(name) => (name.as_str(), true),
+        Anchor::Symbol(symbol) => (*symbol, false),
+    };
+    let name_char = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let operator_char = |c: char| "=<>!&|".contains(c);
+    let mut quoted = crate::cel::syntax::source_text::Quoted::default();
+    let mut found = None;
+    let mut count = 0;
+    for (at, c) in source.char_indices() {
+        if quoted.next(c) || !source.get(at..).is_some_and(|rest| rest.starts_with(text)) {
+            continue;
+        }
+        let before = source.get(..at).and_then(|s| s.chars().next_back());
+        let after = source.get(at + text.len()..).and_then(|s| s.chars().next());
+        let apart = |c: Option<char>| match c {
+            None => true,
+            Some(c) if is_name => !name_char(c),
+            Some(c) => !operator_char(c),
+        };
+        if apart(before) && apart(after) {
+            count += 1;
+            found = Some(at);
+        }
+    }
+    let at = found.filter(|_| count == 1)?;
+    let before = source.get(..at)?;
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |nl| nl + 1);
+    Some((line, before.get(line_start..)?.chars().count() + 1))
+}
+
+/// The load-time check of one expression, for the tests that evaluate
+/// expressions: what they expect to run must pass it.
+#[cfg(test)]
+pub(crate) fn check_source(source: &str) -> Result<Ty, String> {
+    let compiled = crate::cel::program::compile(source, "e")?;
+    check(
+        source,
+        &compiled.expression,
+        &BTreeMap::new(),
+        &mut FunctionNames::new(),
+        false,
+    )
+    .map_err(|why| format!("check: {why}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cel::program::compile;
+
+    fn type_of(source: &str) -> Result<Ty, String> {
+        type_with(source, &BTreeMap::new())
+    }
+
+    #[test]
+    fn the_test_helper_says_check() {
+        assert_eq!(
+            check_source("'a' + 1").map_err(|e| e.starts_with("check: ")),
+            Err(true)
+        );
+    }
+
+    fn type_with(source: &str, variables: &BTreeMap<String, Ty>) -> Result<Ty, String> {
+        let compiled = compile(source, "e")?;
+        check(
+            source,
+            &compiled.expression,
+            variables,
+            &mut FunctionNames::new(),
+            false,
+        )
+    }
+
+    fn type_in_kyverno(source: &str) -> Result<Ty, String> {
+        let compiled = compile(source, "e")?;
+        let variables = BTreeMap::new();
+        check(
+            source,
+            &compiled.expression,
+            &variables,
+            &mut FunctionNames::new(),
+            true,
+        )
+    }
+
+    #[test]
+    fn request_and_namespace_object_have_kubernetes_declared_fields() {
+        for (source, ty) in [
+            ("request.operation == 'CREATE'", Ty::Bool),
+            ("request.kind.kind + request.resource.resource", Ty::String),
+            ("request.userInfo.groups", Ty::List(Box::new(Ty::String))),
+            ("request.userInfo.extra['a'].exists(x, x == 'b')", Ty::Bool),
+            ("request.dryRun", Ty::Bool),
+            ("request.options.anything", Ty::Dyn),
+            ("namespaceObject.metadata.labels['team']", Ty::String),
+            (
+                "namespaceObject.status.conditions.map(c, c.reason)",
+                Ty::List(Box::new(Ty::Dyn)),
+            ),
+            ("namespaceObject.metadata.generation + 1", Ty::Int),
+            ("has(request.namespace)", Ty::Bool),
+        ] {
+            assert_eq!(type_of(source), Ok(ty), "{source}");
+        }
+        for (source, message) in [
+            (
+                "request.operaton == 'CREATE'",
+                "line 1, column 9: undefined field 'operaton'",
+            ),
+            (
+                "request.userInfo.name",
+                "line 1, column 18: undefined field 'name'",
+            ),
+            (
+                "namespaceObject.spec.foo == 'x'",
+                "line 1, column 22: undefined field 'foo'",
+            ),
+            (
+                "has(request.uid)",
+                "line 1, column 13: undefined field 'uid'",
+            ),
+            (
+                "request.object.metadata.name",
+                "line 1, column 9: undefined field 'object'",
+            ),
+            (
+                "namespaceObject.metadata.name + 1",
+                "line 1, column 31: found no matching overload for '_+_' applied to '(string, int)'",
+            ),
+        ] {
+            assert_eq!(
+                type_of(source).as_ref().map_err(String::as_str),
+                Err(message),
+                "{source}"
+            );
+        }
+        // Kyverno's request also carries the objects.
+        assert_eq!(type_in_kyverno("request.object.metadata.name"), Ok(Ty::Dyn));
+    }
+
+    #[test]
+    fn well_typed_expressions_pass_with_their_types() {
+        use Ty::*;
+        for (source, ty) in [
+            ("1 + 2", Int),
+            ("'a' + object.metadata.name", String),
+            ("object.metadata.name + 'a'", String),
+            ("size(object.spec.containers) > 0", Bool),
+            ("object.metadata.name.startsWith('x')", Bool),
+            ("[1, 2].map(x, x * 2)", Ty::list(Dyn)),
+            ("[1, 2].all(x, x > 0)", Bool),
+            ("[1, 2].exists_one(x, x > 0)", Bool),
+            ("{'a': 1}['a']", Int),
+            ("{'a': 1}.a + 1", Int),
+            ("[1, 'a']", Ty::list(Dyn)),
+            ("1 == 1.0 && 1 < 2.0 && null == 'a' && object == 1", Bool),
+            ("'a'.split(',').join('-')", String),
+            (
+                "timestamp('2024-01-01T00:00:00Z') + duration('1h')",
+                Timestamp,
+            ),
+            ("Object{metadata: Object.metadata{name: 'x'}}", Object),
+            (
+                "[JSONPatch{op: 'add', path: '/a', value: 1}]",
+                Ty::list(JsonPatch),
+            ),
+            ("optional.of(1).orValue(2) + 1", Int),
+            ("math.greatest(1, 2)", Dyn),
+            ("cel.bind(x, 'a', x + 'b')", String),
+            ("[1, 2].all(i, v, v > i)", Bool),
+            (
+                "{'a': 1}.transformMap(k, v, v + 1)",
+                Map(Box::new(Dyn), Box::new(Dyn)),
+            ),
+            ("type(1) == int", Bool),
+            ("object.?metadata.name.orValue('') == ''", Bool),
+            ("quantity('1Gi').isGreaterThan(quantity('1Mi'))", Dyn),
+        ] {
+            assert_eq!(type_of(source), Ok(ty), "{source}");
+        }
+    }
+
+    #[test]
+    fn type_errors_are_refused_with_cel_go_messages() {
+        for (source, message) in [
+            (
+                "'a' + 1",
+                "line 1, column 5: found no matching overload for '_+_' applied to '(string, int)'",
+            ),
+            (
+                "size(1)",
+                "line 1, column 1: found no matching overload for 'size' applied to '(int)'",
+            ),
+            (
+                "object.metadata.name.startWith('x')",
+                "line 1, column 22: undeclared reference to 'startWith'",
+            ),
+            (
+                "(1).startsWith('x')",
+                "line 1, column 5: found no matching overload for 'startsWith' applied to 'int.(string)'",
+            ),
+            (
+                "[1].all(x, x + 1)",
+                "a macro's condition gives 'int'; it must give 'bool'",
+            ),
+            (
+                "[1].filter(x, 'a')",
+                "a macro's condition gives 'string'; it must give 'bool'",
+            ),
+            (
+                "1 == 'a'",
+                "line 1, column 3: found no matching overload for '_==_' applied to '(int, string)'",
+            ),
+            (
+                "'a'.b",
+                "line 1, column 5: type 'string' does not support field selection",
+            ),
+            (
+                "[1, 2]['a']",
+                "found no matching overload for '_[_]' applied to '(list(int), string)'",
+            ),
+            (
+                "1.all(x, x)",
+                "expression of type 'int' cannot be range of a comprehension (must be list, map, or dynamic)",
+            ),
+            (
+                "object.a + 1 + 'x' + 2",
+                "found no matching overload for '_+_' applied to '(int, string)'",
+            ),
+            (
+                "object.startWith('x')",
+                "line 1, column 8: undeclared reference to 'startWith'",
+            ),
+            (
+                "true ? [1] : 1",
+                "line 1, column 6: found no matching overload for '_?_:_' applied to '(bool, list(int), int)'",
+            ),
+            (
+                "math.absolute(1)",
+                "line 1, column 6: undeclared reference to 'math.absolute'",
+            ),
+        ] {
+            assert_eq!(
+                type_of(source).as_ref().map_err(String::as_str),
+                Err(message),
+                "{source}"
+            );
+        }
+    }
+
+    #[test]
+    fn variables_have_the_types_of_their_expressions() {
+        let variables = BTreeMap::from([("zone".to_string(), Ty::String)]);
+        assert_eq!(
+            type_with("variables.zone + 'x'", &variables),
+            Ok(Ty::String)
+        );
+        assert!(type_with("variables.zone + 1", &variables).is_err());
+        assert_eq!(type_with("variables.other + 1", &variables), Ok(Ty::Int));
+    }
+}

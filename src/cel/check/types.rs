@@ -1,0 +1,126 @@
+//! The types the load-time check works with ([`crate::cel::check::type_check`]): CEL's
+//! types as far as they are known, `dyn` where they are not.
+
+use std::fmt;
+
+/// A type as far as it is known; `Dyn` where it is not.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Ty {
+    Dyn,
+    Null,
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    List(Box<Ty>),
+    Map(Box<Ty>, Box<Ty>),
+    Timestamp,
+    Duration,
+    Type,
+    /// `Object{...}` and its nested `Object.spec{...}`: its fields are the
+    /// object's, not known here.
+    Object,
+    JsonPatch,
+    /// `request`, `namespaceObject` and their parts.
+    Declared(Declared),
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::List(element) => write!(f, "list({element})"),
+            Ty::Map(key, value) => write!(f, "map({key}, {value})"),
+            Ty::Declared(declared) => write!(f, "kubernetes.{}", declared.name()),
+            other => f.write_str(other.kind()),
+        }
+    }
+}
+
+impl Ty {
+    pub(in crate::cel) fn list(element: Ty) -> Ty {
+        Ty::List(Box::new(element))
+    }
+
+    /// The name of the type without its parameters, as messages say it.
+    pub(in crate::cel) fn kind(&self) -> &'static str {
+        match self {
+            Ty::Dyn => "dyn",
+            Ty::Null => "null",
+            Ty::Bool => "bool",
+            Ty::Int => "int",
+            Ty::Uint => "uint",
+            Ty::Double => "double",
+            Ty::String => "string",
+            Ty::Bytes => "bytes",
+            Ty::List(_) => "list",
+            Ty::Map(..) => "map",
+            Ty::Timestamp => "timestamp",
+            Ty::Duration => "duration",
+            Ty::Type => "type",
+            Ty::Object => "Object",
+            Ty::JsonPatch => "JSONPatch",
+            Ty::Declared(_) => "object",
+        }
+    }
+
+    pub(in crate::cel) fn is_numeric(&self) -> bool {
+        matches!(self, Ty::Int | Ty::Uint | Ty::Double)
+    }
+}
+
+/// Whether a value of type `a` may stand where `b` is wanted: `dyn` fits
+/// everything and everything fits `dyn`.
+pub(in crate::cel) fn fits(a: &Ty, b: &Ty) -> bool {
+    match (a, b) {
+        (Ty::Dyn, _) | (_, Ty::Dyn) => true,
+        (Ty::List(a), Ty::List(b)) => fits(a, b),
+        (Ty::Map(ka, va), Ty::Map(kb, vb)) => fits(ka, kb) && fits(va, vb),
+        _ => a == b,
+    }
+}
+
+/// The type of a value that is of type `a` or of type `b`.
+pub(in crate::cel) fn join(a: Ty, b: Ty) -> Ty {
+    match (a, b) {
+        (a, b) if a == b => a,
+        (Ty::List(a), Ty::List(b)) => Ty::list(join(*a, *b)),
+        (Ty::Map(ka, va), Ty::Map(kb, vb)) => {
+            Ty::Map(Box::new(join(*ka, *kb)), Box::new(join(*va, *vb)))
+        }
+        _ => Ty::Dyn,
+    }
+}
+
+/// The types Kubernetes declares for `request` and `namespaceObject`; their
+/// fields are in [`crate::cel::check::request_types`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Declared {
+    Request { kyverno: bool },
+    GroupVersionKind,
+    GroupVersionResource,
+    UserInfo,
+    Namespace,
+    NamespaceMetadata,
+    NamespaceSpec,
+    NamespaceStatus,
+    NamespaceCondition,
+}
+
+impl Declared {
+    /// The type's name after `kubernetes.`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Declared::Request { .. } => "AdmissionRequest",
+            Declared::GroupVersionKind => "GroupVersionKind",
+            Declared::GroupVersionResource => "GroupVersionResource",
+            Declared::UserInfo => "UserInfo",
+            Declared::Namespace => "Namespace",
+            Declared::NamespaceMetadata => "NamespaceMetadata",
+            Declared::NamespaceSpec => "NamespaceSpec",
+            Declared::NamespaceStatus => "NamespaceStatus",
+            Declared::NamespaceCondition => "NamespaceCondition",
+        }
+    }
+}

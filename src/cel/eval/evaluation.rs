@@ -1,0 +1,626 @@
+//! One CEL policy's evaluation over one request: the expressions parsed
+//! once each, the variables computed once each, the host's answers read
+//! once each (with field masks worked out from what the expressions read),
+//! and the `cel` crate's context made only for an expression the direct
+//! evaluator does not cover.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+use ::cel::common::value::Val;
+use ::cel::{Context, Value as CelValue};
+use serde_json::Value;
+
+use crate::cel::eval::direct::{self, Direct};
+use crate::cel::eval::environment;
+use crate::cel::eval::request::{CelRequest, Evaluated, describe};
+use crate::cel::libraries::authorizer;
+use crate::cel::libraries::host_reads::{
+    self, ImageDataLibrary, READ_PENDING, ResourceCall, ResourceLibrary,
+};
+use crate::cel::libraries::values::from_json;
+use crate::cel::policy::CelPolicy;
+use crate::cel::policy::exception::CelException;
+use crate::cel::program::{self, Compiled};
+use crate::shared::reach::{Reach, field_masks};
+
+/// At most this many host reads per policy and request.
+const MAX_READS: usize = 16;
+
+/// One policy's evaluation: the object, the variables computed so far, the
+/// host's answers, and, once an expression needs it, the `cel` crate's
+/// context.
+pub(crate) struct Evaluation<'a> {
+    policy: &'a CelPolicy,
+    request: &'a CelRequest<'a>,
+    object: Rc<Value>,
+    /// Built the first time the direct evaluator leaves an expression to the
+    /// crate: building the crate's environment is most of what a small
+    /// policy would cost otherwise.
+    context: Option<Context<'static, 'static>>,
+    /// Parsed expressions by their text (the policy's own strings).
+    compiled: BTreeMap<&'a str, Rc<Compiled>>,
+    /// The crate's values of the variables computed so far.
+    variables: BTreeMap<String, Result<CelValue, String>>,
+    /// The direct evaluator's; `None`: left to the crate. Lists, here and
+    /// for `answers`: an evaluation holds a few of each, and a map's first
+    /// node has room for eleven (a fresh instance faults in each new 4 KiB
+    /// page of heap).
+    direct_variables: Vec<(String, Option<Direct<'static>>)>,
+    /// How deep variables being computed directly read other variables.
+    direct_depth: usize,
+    /// A mutation's own expression is being evaluated directly (not a
+    /// variable it reads).
+    pub(in crate::cel) in_mutation: bool,
+    answers: Vec<(ResourceCall, Result<Value, String>)>,
+    /// `image.GetMetadata` answers, by reference.
+    images: BTreeMap<String, Result<Value, String>>,
+    /// `authorizer` decisions, by check.
+    checks: BTreeMap<authorizer::Check, authorizer::Decision>,
+    namespace: Option<Result<Value, String>>,
+    namespace_bound: bool,
+    /// Kyverno's `exceptions` (`allowedImages`, `allowedValues`), once the
+    /// policy's exceptions are checked.
+    pub(in crate::cel) exceptions: Option<Value>,
+    exceptions_bound: bool,
+    /// The host field masks for `resource.Get`, once worked out.
+    masks: Option<Vec<String>>,
+    /// The field paths of what `resource.Get` reads that any expression
+    /// reads (`None`: whole objects); answers are decoded only that far.
+    reach: Option<Vec<Vec<String>>>,
+}
+
+fn bind(context: &mut Context, name: &str, value: CelValue) -> Result<(), String> {
+    let value: Box<dyn Val> = value
+        .try_into()
+        .map_err(|e: ::cel::ExecutionError| format!("{name}: {e}"))?;
+    context.add_variable_as_val(name, value);
+    Ok(())
+}
+
+impl<'a> Evaluation<'a> {
+    pub(crate) fn new(policy: &'a CelPolicy, request: &'a CelRequest<'a>, object: Value) -> Self {
+        Evaluation {
+            policy,
+            request,
+            object: Rc::new(object),
+            context: None,
+            compiled: BTreeMap::new(),
+            variables: BTreeMap::new(),
+            direct_variables: Vec::new(),
+            direct_depth: 0,
+            in_mutation: false,
+            answers: Vec::new(),
+            images: BTreeMap::new(),
+            checks: BTreeMap::new(),
+            namespace: None,
+            namespace_bound: false,
+            exceptions: None,
+            exceptions_bound: false,
+            masks: None,
+            reach: None,
+        }
+    }
+
+    /// The crate's context, made on first use.
+    fn context(&mut self) -> Result<&mut Context<'static, 'static>, String> {
+        if self.context.is_none() {
+            let env = Arc::new(environment::runtime_env(
+                self.policy.struct_names(),
+                self.policy.libraries(),
+            ));
+            let mut context = Context::with_env(env);
+            bind(&mut context, "object", from_json(&self.object))?;
+            // The rest only when some expression names it.
+            if self.policy.mentions("oldObject") {
+                bind(&mut context, "oldObject", self.request.old_object())?;
+            }
+            if self.policy.mentions("request") {
+                let with_objects = self.policy.kind.is_kyverno();
+                bind(&mut context, "request", self.request.request(with_objects))?;
+            }
+            if self.policy.mentions("params") {
+                let params = self
+                    .policy
+                    .params
+                    .as_ref()
+                    .map(from_json)
+                    .unwrap_or(CelValue::Null);
+                bind(&mut context, "params", params)?;
+            }
+            self.context = Some(context);
+        }
+        self.context
+            .as_mut()
+            .ok_or_else(|| "no CEL context".to_string())
+    }
+
+    /// The object as the expressions see it now.
+    pub(in crate::cel) fn object(&self) -> &Value {
+        &self.object
+    }
+
+    /// The object, leaving null in its place: see [`Evaluation::set_object`].
+    pub(in crate::cel) fn take_object(&mut self) -> Value {
+        let object = std::mem::replace(&mut self.object, Rc::new(Value::Null));
+        Rc::try_unwrap(object).unwrap_or_else(|shared| (*shared).clone())
+    }
+
+    /// The object changed: later expressions see it (`more`: there are
+    /// any), and variables are computed again from it.
+    pub(in crate::cel) fn set_object(&mut self, object: Value, more: bool) -> Result<(), String> {
+        self.object = Rc::new(object);
+        if !more {
+            return Ok(());
+        }
+        self.variables.clear();
+        self.direct_variables.clear();
+        match &mut self.context {
+            Some(context) => bind(context, "object", from_json(&self.object)),
+            None => Ok(()),
+        }
+    }
+
+    /// The request's Namespace, read once through the host.
+    pub(in crate::cel) fn namespace(&mut self) -> Result<Value, String> {
+        if let Some(namespace) = &self.namespace {
+            return namespace.clone();
+        }
+        let name = &self.request.facts.namespace;
+        let namespace = if name.is_empty() {
+            Ok(Value::Null)
+        } else {
+            // Whole, as a plan with CEL policies asks for it
+            // (`PolicyPlan::namespace_masks`): `namespaceObject` may read any of it.
+            let cluster = self.request.cluster;
+            cluster
+                .read_json(&cluster.namespace_read(name))
+                .map_err(|why| format!("cannot read Namespace {name:?}: {why}"))
+        };
+        self.namespace = Some(namespace.clone());
+        namespace
+    }
+
+    /// `source` parsed, once per evaluation; `at` (its path in the
+    /// settings, for a message) is made only when it is parsed.
+    fn compile(
+        &mut self,
+        source: &'a str,
+        at: impl Fn() -> String,
+    ) -> Result<Rc<Compiled>, String> {
+        if let Some(compiled) = self.compiled.get(source) {
+            return Ok(compiled.clone());
+        }
+        let compiled = match self.policy.compiled(source) {
+            Some(compiled) => compiled?,
+            None => {
+                let mut compiled =
+                    program::compile_at(source, &Deferred(at), self.policy.evaluators)?;
+                self.policy.prepare(&mut compiled.expression);
+                Rc::new(compiled)
+            }
+        };
+        self.compiled.insert(source, compiled.clone());
+        Ok(compiled)
+    }
+
+    /// Evaluates the expression at `at`: directly over JSON where the
+    /// direct evaluator can, otherwise by the crate, with the variables and
+    /// context it reads made ready first.
+    pub(crate) fn evaluate(
+        &mut self,
+        source: &'a str,
+        at: impl Fn() -> String,
+    ) -> Result<Evaluated, String> {
+        let compiled = self.compile(source, at)?;
+        self.evaluate_parsed(&compiled)
+    }
+
+    /// Evaluates the policy's expression at `position` among its sources
+    /// (a patcher's program), as [`Evaluation::evaluate`] does.
+    pub(in crate::cel) fn evaluate_program(
+        &mut self,
+        position: usize,
+        at: impl Fn() -> String,
+    ) -> Result<Evaluated, String> {
+        let compiled = self.policy.program(position).ok_or_else(at)??;
+        self.evaluate_parsed(&compiled)
+    }
+
+    fn evaluate_parsed(&mut self, compiled: &Compiled) -> Result<Evaluated, String> {
+        if let Some(value) = self.direct(compiled) {
+            return Ok(Evaluated::Json(value));
+        }
+        self.evaluate_compiled(compiled).map(Evaluated::Cel)
+    }
+
+    /// Evaluates the expression at `at` by the crate alone.
+    pub(in crate::cel) fn evaluate_with_crate(
+        &mut self,
+        source: &'a str,
+        at: impl Fn() -> String,
+    ) -> Result<CelValue, String> {
+        let compiled = self.compile(source, at)?;
+        self.evaluate_compiled(&compiled)
+    }
+
+    fn evaluate_compiled(&mut self, compiled: &Compiled) -> Result<CelValue, String> {
+        self.prepare(compiled, 0)?;
+        self.execute(compiled)
+    }
+
+    /// The direct evaluator's JSON answer, when it has one.
+    fn direct(&mut self, compiled: &Compiled) -> Option<Value> {
+        if !self.policy.evaluators.direct {
+            return None;
+        }
+        let object = self.object.clone();
+        match direct::evaluate(&compiled.expression, &object, self) {
+            Ok(Direct::Json(value)) => Some(value.into_owned()),
+            _ => None,
+        }
+    }
+
+    /// Whether every condition of `exception` holds for the request (it
+    /// then exempts it); an error follows the policy's failurePolicy.
+    pub(in crate::cel) fn exception_holds(
+        &mut self,
+        exception: &'a CelException,
+    ) -> Result<bool, String> {
+        for (i, condition) in exception.spec.match_conditions.iter().enumerate() {
+            let at = || format!("{}.spec.matchConditions[{i}].expression", exception.at);
+            let value = match self.evaluate(&condition.expression, at) {
+                Ok(Evaluated::Json(Value::Bool(b))) => b,
+                Ok(Evaluated::Cel(CelValue::Bool(b))) => b,
+                Ok(_) => {
+                    return Err(format!(
+                        "PolicyException {:?}: matchConditions[{i}] ({:?}) does not give a bool",
+                        exception.name, condition.name
+                    ));
+                }
+                Err(why) => {
+                    return Err(format!(
+                        "PolicyException {:?}: matchConditions[{i}] ({:?}): {why}",
+                        exception.name, condition.name
+                    ));
+                }
+            };
+            if !value {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The crate's context ready for `compiled`: `namespaceObject` and the
+    /// variables it reads.
+    fn prepare(&mut self, compiled: &Compiled, depth: usize) -> Result<(), String> {
+        if compiled.identifiers.contains("namespaceObject") && !self.namespace_bound {
+            let namespace = from_json(&self.namespace()?);
+            bind(self.context()?, "namespaceObject", namespace)?;
+            self.namespace_bound = true;
+        }
+        if compiled.identifiers.contains("exceptions")
+            && !self.exceptions_bound
+            && let Some(exceptions) = self.exceptions.as_ref().map(from_json)
+        {
+            bind(self.context()?, "exceptions", exceptions)?;
+            self.exceptions_bound = true;
+        }
+        let wanted: BTreeSet<String> = compiled
+            .variables
+            .iter()
+            .filter(|name| !self.variables.contains_key(*name))
+            .cloned()
+            .collect();
+        if wanted.is_empty() {
+            return self.bind_variables();
+        }
+        // Variables read variables; a cycle cannot be deeper than their number.
+        if depth > self.policy.spec.variables.len() {
+            return Err("variables refer to each other in a cycle".to_string());
+        }
+        for name in wanted {
+            let own = self.variable_expression(&name)?;
+            self.prepare(&own, depth + 1)?;
+            // A failure is named by the variable where it happened; those
+            // reading it carry that name on.
+            let value = self.execute(&own).map_err(|why| {
+                if why.starts_with("variables.") {
+                    why
+                } else {
+                    format!("variables.{name}: {why}")
+                }
+            });
+            self.variables.insert(name, value);
+        }
+        self.bind_variables()
+    }
+
+    /// The declared variable `name`, parsed.
+    fn variable_expression(&mut self, name: &str) -> Result<Rc<Compiled>, String> {
+        let policy = self.policy;
+        let Some((i, variable)) = policy
+            .spec
+            .variables
+            .iter()
+            .enumerate()
+            .find(|(_, v)| v.name == name)
+        else {
+            return Err(format!("variables.{name} is not declared"));
+        };
+        self.compile(&variable.expression, || {
+            format!("{}.spec.variables[{i}].expression", policy.at)
+        })
+    }
+
+    fn bind_variables(&mut self) -> Result<(), String> {
+        let mut computed = std::collections::HashMap::new();
+        for (name, value) in &self.variables {
+            if let Ok(value) = value {
+                computed.insert(::cel::objects::Key::from(name.as_str()), value.clone());
+            }
+        }
+        bind(
+            self.context()?,
+            "variables",
+            CelValue::Map(::cel::objects::Map {
+                map: Arc::new(computed),
+            }),
+        )
+    }
+
+    /// The fields of the objects `resource.Get` reads that any expression of
+    /// the policy can reach, as host field masks (none: whole objects). One
+    /// set for every read of the policy: what one read needs, all get.
+    fn field_masks(&mut self) -> Result<Vec<String>, String> {
+        if let Some(masks) = &self.masks {
+            return Ok(masks.clone());
+        }
+        let mut compiled = Vec::new();
+        let mut gets = BTreeSet::new();
+        let policy = self.policy;
+        for (place, source) in policy.sources() {
+            compiled.push(self.compile(source, || policy.path(place))?);
+        }
+        for variable in &policy.spec.variables {
+            // Parsed in the loop above: `sources` includes the variables.
+            let at = || format!("{}.spec.variables", policy.at);
+            if self.compile(&variable.expression, at)?.uses.is_get {
+                gets.insert(variable.name.clone());
+            }
+        }
+        let mut paths: Vec<&Vec<String>> = Vec::new();
+        let mut whole = false;
+        for expression in &compiled {
+            whole |= expression.uses.whole;
+            paths.extend(&expression.uses.get_paths);
+            for (variable, used) in &expression.uses.variable_paths {
+                if gets.contains(variable) {
+                    whole |= used.iter().any(Vec::is_empty);
+                    paths.extend(used);
+                }
+            }
+        }
+        let masks = if whole {
+            Vec::new()
+        } else {
+            let mut reach = Reach::Fields(Vec::new());
+            for path in &paths {
+                reach.take(path.iter().map(String::as_str));
+            }
+            field_masks(&reach)
+        };
+        self.reach = (!whole).then(|| paths.into_iter().cloned().collect());
+        self.masks = Some(masks.clone());
+        Ok(masks)
+    }
+
+    /// `Err` when one more host read would pass the bound: resource reads,
+    /// image reads and authorizer checks count together.
+    fn within_read_bound(&self, reads: &str) -> Result<(), String> {
+        if self.answers.len() + self.images.len() + self.checks.len() >= MAX_READS {
+            return Err(format!("more than {MAX_READS} {reads} in one evaluation"));
+        }
+        Ok(())
+    }
+
+    /// The host's answer to `call`, read once per evaluation.
+    fn read(&mut self, call: ResourceCall) -> Result<Value, String> {
+        if let Some((_, answer)) = self.answers.iter().find(|(c, _)| *c == call) {
+            return answer.clone();
+        }
+        self.within_read_bound("resource reads")?;
+        let masks = self.field_masks()?;
+        let reach = self.reach.as_ref().map(|paths| {
+            let mut reach = Reach::Fields(Vec::new());
+            for path in paths {
+                reach.take(path.iter().map(String::as_str));
+            }
+            reach
+        });
+        let answer = host_reads::read(
+            &call,
+            &masks,
+            reach.as_ref(),
+            self.request.kinds,
+            self.request.cluster,
+        );
+        self.answers.push((call, answer.clone()));
+        answer
+    }
+
+    /// Runs a parsed expression by the crate, making the host reads it asks
+    /// for.
+    fn execute(&mut self, compiled: &Compiled) -> Result<CelValue, String> {
+        loop {
+            let answers = self
+                .answers
+                .iter()
+                .map(|(call, answer)| {
+                    (
+                        call.clone(),
+                        answer.as_ref().map(from_json).map_err(Clone::clone),
+                    )
+                })
+                .collect();
+            let library = ResourceLibrary {
+                answers: Arc::new(answers),
+                wanted: Arc::new(Mutex::new(Vec::new())),
+            };
+            // Only a policy that calls `image.GetMetadata` gets the library.
+            let images = self.policy.libraries().imagedata.then(|| ImageDataLibrary {
+                answers: Arc::new(
+                    self.images
+                        .iter()
+                        .map(|(image, answer)| {
+                            (
+                                image.clone(),
+                                answer.as_ref().map(from_json).map_err(Clone::clone),
+                            )
+                        })
+                        .collect(),
+                ),
+                wanted: Arc::new(Mutex::new(Vec::new())),
+            });
+            let checks = self.policy.libraries().authorizer.then(|| {
+                Arc::new(authorizer::Answers {
+                    decisions: self.checks.clone(),
+                    wanted: Mutex::default(),
+                })
+            });
+            let request = self.request;
+            let context = self.context()?;
+            if let Some(checks) = &checks {
+                let (value, request_resource) =
+                    authorizer::values(request.admission, request.facts, checks.clone());
+                bind(context, "authorizer", value)?;
+                bind(context, "authorizer.requestResource", request_resource)?;
+            }
+            context.add_variable_as_val("resource", Box::new(library.clone()));
+            if let Some(images) = &images {
+                context.add_variable_as_val("image", Box::new(images.clone()));
+            }
+            let error = match context.resolve(&compiled.expression) {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            let wanted = take_wanted(&library.wanted);
+            // A variable that failed is left out of `variables`: reading it
+            // fails with its own error. Variables are lazy, so one an
+            // expression names but does not reach (`a ? variables.x : y`)
+            // fails nothing.
+            if let ::cel::ExecutionError::NoSuchKey(name) = &error
+                && let Some(Err(why)) = self.variables.get(name.as_str())
+            {
+                return Err(why.clone());
+            }
+            let wanted_images = images
+                .map(|images| take_wanted(&images.wanted))
+                .unwrap_or_default();
+            let wanted_checks = checks
+                .map(|checks| take_wanted(&checks.wanted))
+                .unwrap_or_default();
+            let pending = error.to_string().contains(READ_PENDING);
+            if (wanted.is_empty() && wanted_images.is_empty() && wanted_checks.is_empty())
+                || !pending
+            {
+                return Err(describe(&error));
+            }
+            for check in wanted_checks {
+                self.within_read_bound("host reads")?;
+                let decision = authorizer::read(&check, self.request.cluster);
+                self.checks.insert(check, decision);
+            }
+            for image in wanted_images {
+                self.within_read_bound("resource and image reads")?;
+                let answer =
+                    crate::host::image_registry::image_metadata(&image, self.request.cluster);
+                self.images.insert(image, answer);
+            }
+            for call in wanted {
+                // A failed read is kept as the call's answer; a read not
+                // made (too many) ends the evaluation.
+                if let Err(why) = self.read(call.clone())
+                    && !self.answers.iter().any(|(c, _)| *c == call)
+                {
+                    return Err(why);
+                }
+            }
+        }
+    }
+}
+
+impl direct::Names for Evaluation<'_> {
+    fn identifier(&mut self, name: &str) -> Option<Value> {
+        match name {
+            "oldObject" => Some(self.request.old_object_json().clone()),
+            "params" => Some(self.policy.params.clone().unwrap_or(Value::Null)),
+            "namespaceObject" => self.namespace().ok(),
+            "exceptions" => self.exceptions.clone(),
+            _ => None,
+        }
+    }
+
+    fn variable(&mut self, name: &str) -> Option<Direct<'static>> {
+        if let Some((_, value)) = self.direct_variables.iter().find(|(n, _)| n == name) {
+            return value.clone();
+        }
+        // Variables read variables; a cycle is left to the crate to report.
+        if self.direct_depth > self.policy.spec.variables.len() {
+            return None;
+        }
+        let compiled = self.variable_expression(name).ok()?;
+        self.direct_depth += 1;
+        let in_mutation = std::mem::replace(&mut self.in_mutation, false);
+        let object = self.object.clone();
+        let value = direct::evaluate(&compiled.expression, &object, self)
+            .ok()
+            .map(Direct::into_owned);
+        self.in_mutation = in_mutation;
+        self.direct_depth -= 1;
+        // A cycle may have recorded the variable meanwhile: the outermost
+        // evaluation's value is the one kept.
+        match self.direct_variables.iter_mut().find(|(n, _)| n == name) {
+            Some((_, slot)) => *slot = value.clone(),
+            None => self
+                .direct_variables
+                .push((name.to_string(), value.clone())),
+        }
+        value
+    }
+
+    fn read(&mut self, call: ResourceCall) -> Option<Value> {
+        Evaluation::read(self, call).ok()
+    }
+
+    fn is_struct(&self, name: &str) -> bool {
+        // The crate knows the struct types named in the mutations' text; in
+        // a mutation's own expression, that is every one it constructs,
+        // without reading the text for them.
+        if self.in_mutation {
+            name == "JSONPatch" || name == "Object" || name.starts_with("Object.")
+        } else {
+            self.policy.struct_names().contains(name)
+        }
+    }
+}
+
+/// What a library recorded as wanted from the host, taken (none when its
+/// lock was poisoned, which a panic-free guest never does).
+fn take_wanted<T: Default>(wanted: &Mutex<T>) -> T {
+    wanted
+        .lock()
+        .map(|mut w| std::mem::take(&mut *w))
+        .unwrap_or_default()
+}
+
+/// A path written by a closure when a message needs it.
+struct Deferred<F: Fn() -> String>(F);
+
+impl<F: Fn() -> String> std::fmt::Display for Deferred<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&(self.0)())
+    }
+}
