@@ -15,6 +15,8 @@ mod cel_conformance;
 #[cfg(test)]
 mod cel_differential;
 #[cfg(test)]
+pub(crate) mod cel_libraries;
+#[cfg(test)]
 mod cel_patch_conformance;
 #[cfg(test)]
 pub(crate) mod cel_spec_conformance;
@@ -27,6 +29,8 @@ pub mod fuzzing;
 #[cfg(test)]
 #[allow(unsafe_code)]
 mod heap_peak;
+#[cfg(test)]
+pub(crate) mod jmes_functions;
 #[cfg(test)]
 mod kyverno_conformance;
 #[cfg(test)]

@@ -151,7 +151,7 @@ fn service_account<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, 
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{b, s, table};
+    use crate::testing::cel_libraries::{b, s, table};
     use ::cel::Value;
 
     #[test]

@@ -123,7 +123,7 @@ mod tests {
     /// an infinity spelled out, and an underflow (0), are values.
     #[test]
     fn a_number_too_large_for_a_double_is_an_error() {
-        use crate::cel::libraries::testing::eval;
+        use crate::testing::cel_libraries::eval;
         use ::cel::Value;
         for source in [
             "double('1e400')",

@@ -376,8 +376,8 @@ fn validate<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executi
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{annotated, b, eval, table};
     use super::FORMATS;
+    use crate::testing::cel_libraries::{annotated, b, eval, table};
     use ::cel::Value;
     use serde_json::json;
 

@@ -150,7 +150,7 @@ fn compress<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executi
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{annotated, s, table};
+    use crate::testing::cel_libraries::{annotated, s, table};
     use serde_json::json;
 
     /// Kyverno's `gzip` tests (kyverno/sdk `extensions/cel/libs/gzip`): the

@@ -53,7 +53,7 @@ fn md5<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionErr
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{annotated, b, s, table};
+    use crate::testing::cel_libraries::{annotated, b, s, table};
     use serde_json::json;
 
     /// Kyverno's `hash` tests (kyverno/sdk `extensions/cel/libs/hash` with

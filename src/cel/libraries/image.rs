@@ -109,7 +109,7 @@ fn digest<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execution
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{b, s, table};
+    use crate::testing::cel_libraries::{b, s, table};
 
     const DIGEST: &str = "sha256:6aefddb645ee6963afd681b1845c661d0ea4c3b20ab9db86d9e753b203d385f2";
 

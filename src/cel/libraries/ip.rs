@@ -337,7 +337,7 @@ fn prefix_length<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Ex
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{b, i, s, table};
+    use crate::testing::cel_libraries::{b, i, s, table};
 
     #[test]
     fn addresses_work_as_in_kubernetes() {

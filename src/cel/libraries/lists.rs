@@ -257,20 +257,20 @@ mod tests {
     #[test]
     fn reverse_is_the_lists_extensions_only() {
         assert_eq!(
-            super::super::testing::eval("[1, 2, 3].reverse()"),
+            crate::testing::cel_libraries::eval("[1, 2, 3].reverse()"),
             Ok(Value::List(std::sync::Arc::new(vec![
                 Value::Int(3),
                 Value::Int(2),
                 Value::Int(1)
             ])))
         );
-        let message = super::super::testing::eval("dyn('abc').reverse()")
+        let message = crate::testing::cel_libraries::eval("dyn('abc').reverse()")
             .unwrap_err()
             .to_string();
         assert!(message.contains("reverse"), "{message}");
-        assert!(super::super::testing::eval("'abc'.reverse()").is_err());
+        assert!(crate::testing::cel_libraries::eval("'abc'.reverse()").is_err());
     }
-    use super::super::testing::{b, i, s, table};
+    use crate::testing::cel_libraries::{b, i, s, table};
     use ::cel::Value;
 
     #[test]

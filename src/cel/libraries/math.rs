@@ -40,7 +40,7 @@ fn round<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionE
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{annotated, b, table};
+    use crate::testing::cel_libraries::{annotated, b, table};
     use ::cel::Value;
     use serde_json::json;
 

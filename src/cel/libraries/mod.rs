@@ -230,66 +230,6 @@ pub(crate) fn wrap_in_call(argument: &mut ::cel::common::ast::IdedExpr, function
 }
 
 #[cfg(test)]
-pub(crate) mod testing {
-    use std::collections::BTreeSet;
-    use std::sync::Arc;
-
-    use ::cel::{ExecutionError, Value};
-
-    use crate::cel::{eval::environment::runtime_env, program::library_use::Libraries};
-
-    /// Evaluates `source` in the environment its text asks for.
-    pub fn eval(source: &str) -> Result<Value, ExecutionError> {
-        crate::cel::check::type_check::check_source(source)
-            .map_err(|e| ExecutionError::function_error("check", e))?;
-        let libraries = Libraries::for_source(source);
-        let env = Arc::new(runtime_env(&BTreeSet::new(), libraries));
-        let mut compiled = crate::cel::program::compile(source, "e")
-            .map_err(|e| ExecutionError::function_error("compile", e))?;
-        libraries.prepare(&mut compiled.expression);
-        let context = ::cel::Context::with_env(env);
-        context.resolve(&compiled.expression)
-    }
-
-    /// Checks each `(expression, expected)`; `None` expects an error.
-    pub fn table(cases: &[(&str, Option<Value>)]) {
-        for (source, expected) in cases {
-            let got = eval(source);
-            match expected {
-                Some(value) => assert_eq!(got.as_ref(), Ok(value), "{source}"),
-                None => assert!(got.is_err(), "{source}: expected an error, got {got:?}"),
-            }
-        }
-    }
-
-    pub fn s(text: &str) -> Option<Value> {
-        Some(Value::from(text))
-    }
-    pub fn b(value: bool) -> Option<Value> {
-        Some(Value::Bool(value))
-    }
-    pub fn i(value: i64) -> Option<Value> {
-        Some(Value::Int(value))
-    }
-
-    /// The annotations a whole MutatingPolicy writes on the scheduler's
-    /// Binding (`test_data/binding.json`, node `node-1`) when its one
-    /// mutation sets the annotation `result` to `expression`, run through
-    /// `crate::evaluate` as policy-server would.
-    pub fn annotated(expression: &str) -> serde_json::Value {
-        let policy = serde_json::json!({"apiVersion": "policies.kyverno.io/v1",
-            "kind": "MutatingPolicy", "metadata": {"name": "library"},
-            "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""],
-                "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/binding"]}]},
-            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
-                format!("Object{{metadata: Object.metadata{{annotations: {{'result': {expression}}}}}}}")}}]}});
-        let response = crate::testing::fake_cluster::run("binding.json", policy);
-        assert!(response.accepted, "{expression}: {:?}", response.message);
-        crate::testing::fake_cluster::annotations(&response)
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use crate::cel::program::library_use::Libraries;
 

@@ -190,7 +190,7 @@ fn sub<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionErr
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{b, i, table};
+    use crate::testing::cel_libraries::{b, i, table};
     use ::cel::Value;
 
     #[test]

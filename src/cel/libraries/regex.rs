@@ -174,7 +174,7 @@ fn extract_all<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Exec
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{s, table};
+    use crate::testing::cel_libraries::{s, table};
     use ::cel::Value;
     use std::sync::Arc;
 

@@ -171,7 +171,7 @@ fn patch<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionE
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{b, i, table};
+    use crate::testing::cel_libraries::{b, i, table};
 
     #[test]
     fn versions_work_as_in_kubernetes() {

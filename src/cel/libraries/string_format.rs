@@ -594,7 +594,7 @@ fn superscript(digit: u8) -> char {
 mod tests {
     use ::cel::Value;
 
-    use super::super::testing::eval;
+    use crate::testing::cel_libraries::eval;
 
     /// What cel-go v0.29.2 (Kubernetes 1.37's) gives, with
     /// `ext.Strings(ext.StringsVersion(2))`: a string, an int (`.size()` of
@@ -1220,7 +1220,7 @@ mod tests {
     #[test]
     fn a_mutating_policy_writes_times_in_a_list_as_kyverno_does() {
         assert_eq!(
-            super::super::testing::annotated(
+            crate::testing::cel_libraries::annotated(
                 "'%s, then %s'.format([timestamp('2026-11-26T09:30:00Z'), [duration('90m')]])"
             ),
             serde_json::json!({"result": "2026-11-26T09:30:00Z, then [duration(\"5400s\")]"})

@@ -532,7 +532,7 @@ mod tests {
         }
     }
 
-    use super::super::testing::{annotated, b, i, s, table};
+    use crate::testing::cel_libraries::{annotated, b, i, s, table};
     use serde_json::json;
 
     /// cel-spec's `string_ext` cases of `%s` over timestamps and durations,

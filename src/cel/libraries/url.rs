@@ -403,7 +403,7 @@ fn get_query<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execut
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{annotated, b, table};
+    use crate::testing::cel_libraries::{annotated, b, table};
     use serde_json::json;
 
     /// Kubernetes' URL cases (apiextensions-apiserver's

@@ -180,7 +180,7 @@ fn string_var(s: String) -> Rcvar {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{eval, eval_on, fails};
+    use crate::testing::jmes_functions::{eval, eval_on, fails};
     use serde_json::json;
 
     #[test]

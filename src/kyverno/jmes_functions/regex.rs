@@ -65,7 +65,7 @@ fn regex(args: &[Rcvar], ctx: &Context<'_>) -> Result<regex_lite::Regex, Jmespat
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{eval, fails};
+    use crate::testing::jmes_functions::{eval, fails};
 
     #[test]
     fn regular_expressions() {

@@ -135,7 +135,7 @@ pub(super) fn register(add: &mut dyn FnMut(&str, Vec<T>, Body)) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::eval_on;
+    use crate::testing::jmes_functions::eval_on;
     use serde_json::json;
 
     #[test]

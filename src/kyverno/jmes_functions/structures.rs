@@ -127,7 +127,7 @@ pub(super) fn register(add: &mut dyn FnMut(&str, Vec<T>, Body)) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{eval, eval_on};
+    use crate::testing::jmes_functions::{eval, eval_on};
     use serde_json::json;
 
     #[test]

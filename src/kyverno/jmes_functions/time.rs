@@ -123,9 +123,9 @@ fn now(c: &Context, function: &str) -> Result<Instant, JmespathError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{eval, fails};
     use super::*;
     use crate::kyverno::jmes::{Functions, search_var};
+    use crate::testing::jmes_functions::{eval, fails};
 
     #[test]
     fn time_functions_without_a_clock() {

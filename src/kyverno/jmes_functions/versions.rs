@@ -61,7 +61,7 @@ fn range_holds(range: &str, version: &semver::Version) -> Result<bool, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{eval, fails};
+    use crate::testing::jmes_functions::{eval, fails};
 
     #[test]
     fn semver_ranges() {
