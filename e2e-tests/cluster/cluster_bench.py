@@ -383,7 +383,37 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
-    return 0
+    problems = regressions(results)
+    for problem in problems:
+        print(f"cluster bench: FAILED: {problem}")
+    return 1 if problems else 0
+
+
+# The rows of this policy, and the least share of the floor policy's rate each
+# must bind at, paired by round: the floor only reads the Node and writes a
+# fixed patch, so a policy row below it is this policy's own cost.
+POLICY_SETUPS = ("default", "kyverno", "mutating-policy", "default-every-pod")
+LEAST_VS_FLOOR = 0.95
+
+
+def regressions(results):
+    """What makes the bench fail: a row of this policy (or the floor) that
+    left a bound Pod without the zone annotation, or a row of this policy
+    binding below LEAST_VS_FLOOR of the floor's rate (median of the rounds'
+    ratios)."""
+    problems = []
+    for setup in ("floor", *POLICY_SETUPS):
+        rows = [r for r in results if r["setup"] == setup]
+        missing = sum(r["bound"] - r["with_zone"] for r in rows)
+        if missing:
+            problems.append(f"{setup}: {missing} Pods bound without the zone annotation")
+        floors = {r["round"]: r["per_second"] for r in results if r["setup"] == "floor"}
+        ratios = sorted(r["per_second"] / floors[r["round"]] for r in rows
+                        if setup != "floor" and r["round"] in floors)
+        if ratios and statistics.median(ratios) < LEAST_VS_FLOOR:
+            problems.append(f"{setup}: {statistics.median(ratios):.2f}x the floor policy's Pods bound a second "
+                            f"(paired by round; at least {LEAST_VS_FLOOR}x)")
+    return problems
 
 
 def print_table(results, args):
