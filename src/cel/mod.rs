@@ -15,7 +15,7 @@
 
 mod bound_pod;
 pub mod check;
-pub(crate) mod dispatcher;
+mod dispatcher;
 pub mod engine;
 pub mod eval;
 pub mod libraries;
