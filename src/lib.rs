@@ -31,10 +31,10 @@ pub mod admission;
 pub mod cel;
 pub mod host;
 pub mod kyverno;
-pub mod mutation;
 pub mod pipeline;
 pub mod settings;
 pub mod shared;
+pub mod short_form;
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod testing;

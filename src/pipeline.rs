@@ -21,10 +21,11 @@ use crate::host::node_lookup::{self, NodeFields, NodeLookup};
 use crate::kyverno;
 use crate::kyverno::engine::{Engine, RuleResult};
 use crate::kyverno::spec::RuleSpec;
-use crate::mutation::{self, ObjectKind};
-use crate::settings::{self, PolicyPlan, RuleGroup};
+use crate::settings::{PolicyPlan, RuleGroup};
 use crate::shared::policy_options::FailurePolicy;
 use crate::shared::request_facts::RequestFacts;
+use crate::short_form::apply::{self, ObjectKind};
+use crate::short_form::rule::Source;
 
 /// One step of the pipeline.
 pub enum Step<'p> {
@@ -409,8 +410,8 @@ impl<'a> Pipeline<'a> {
     ) -> Result<(bool, Vec<String>), StepError> {
         let plan = self.plan;
         let fields = NodeFields {
-            labels: plan.reads(settings::Source::Label),
-            annotations: plan.reads(settings::Source::Annotation),
+            labels: plan.reads(Source::Label),
+            annotations: plan.reads(Source::Annotation),
         };
         let answer = self.lookup.fetch_node(node, fields);
         let metadata = answer
@@ -424,8 +425,9 @@ impl<'a> Pipeline<'a> {
                     message,
                 }
             })?;
-        let selection = mutation::select(plan, node, &metadata);
-        let applied = mutation::apply(object, selection, plan, kind).map_err(StepError::Reject)?;
+        let selection = apply::select(&plan.copy, node, &metadata);
+        let applied = apply::apply(object, selection, &plan.copy, plan.on_preset_keys, kind)
+            .map_err(StepError::Reject)?;
         Ok((applied.changed, applied.warnings))
     }
 

@@ -3,13 +3,15 @@
 //! exceptions attached to the policies they name. Everything that can be
 //! wrong with settings is found here, at load, with the field's path.
 
-use super::copy::{check_conflicts, default_rule};
 use super::documents::{Document, PolicyDocument, without_position};
-use super::plan::{Origin, PolicyPlan, RuleGroup, cel_group};
-use super::schema::{DEFAULT_LABELS, MAX_COPY_ENTRIES, Settings, parse};
+use super::plan::{PolicyPlan, RuleGroup, cel_group};
+use super::schema::{Settings, parse};
 use crate::kyverno::spec::RuleSpec;
 use crate::shared::autogen::Autogen;
 use crate::shared::policy_options::{Checks, FailurePolicy};
+use crate::short_form::compile::{check_conflicts, default_rule};
+use crate::short_form::entry::{DEFAULT_LABELS, MAX_COPY_ENTRIES};
+use crate::short_form::rule::Origin;
 
 /// Parses and fully validates: `validate_settings`.
 pub fn load(raw: &[u8]) -> Result<PolicyPlan, String> {

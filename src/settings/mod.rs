@@ -4,7 +4,6 @@
 //! the field path in the message.
 
 pub mod compile;
-mod copy;
 mod documents;
 pub mod plan;
 pub mod schema;
@@ -18,6 +17,8 @@ mod tests {
     use super::*;
     use crate::shared::autogen::Autogen;
     use crate::shared::policy_options::FailurePolicy;
+    use crate::short_form::entry::{DEFAULT_LABELS, Destination, MAX_COPY_ENTRIES, PresetKeys};
+    use crate::short_form::rule::{Naming, Source};
 
     fn load_str(s: &str) -> Result<PolicyPlan, String> {
         load(s.as_bytes())

@@ -1,4 +1,4 @@
-//! The engine for the copy plan: which Node keys become which Pod keys
+//! The short form's rules at work: which Node keys become which Pod keys
 //! ([`select`]), and writing them into the received object ([`apply`]) without
 //! ever producing metadata the API server would refuse.
 
@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
+use super::entry::PresetKeys;
+use super::rule::{CopyRule, Source};
 use crate::host::node_lookup::NodeMetadata;
-use crate::settings::{CopyRule, PolicyPlan, PresetKeys, Source};
 use crate::shared::k8s_names::{
     TOTAL_ANNOTATION_SIZE_LIMIT, check_label_value, check_qualified_name, reserved_prefix,
 };
@@ -28,12 +29,12 @@ pub struct Selection<'p> {
 /// produce an object of unbounded size.
 pub const MAX_KEYS_WRITTEN: usize = 1000;
 
-pub fn select<'p>(plan: &'p PolicyPlan, node_name: &str, node: &NodeMetadata) -> Selection<'p> {
+pub fn select<'p>(rules: &'p [CopyRule], node_name: &str, node: &NodeMetadata) -> Selection<'p> {
     let mut selection = Selection::default();
     let mut skipped = 0usize;
     // Entries that met only reserved keys, with those keys.
     let mut only_withheld = Vec::new();
-    for rule in &plan.copy {
+    for rule in rules {
         let source = match rule.source {
             Source::Label => &node.labels,
             Source::Annotation => &node.annotations,
@@ -153,7 +154,8 @@ pub enum ObjectKind {
 pub fn apply(
     object: &mut Value,
     selection: Selection,
-    plan: &PolicyPlan,
+    rules: &[CopyRule],
+    on_preset_keys: PresetKeys,
     kind: ObjectKind,
 ) -> Result<Applied, String> {
     let mut applied = Applied {
@@ -180,11 +182,11 @@ pub fn apply(
         let stale_annotations = stale_keys(
             metadata.get("annotations"),
             &selection.annotations,
-            plan,
+            rules,
             false,
         );
-        let stale_labels = stale_keys(metadata.get("labels"), &selection.labels, plan, true);
-        if plan.on_preset_keys == PresetKeys::Reject {
+        let stale_labels = stale_keys(metadata.get("labels"), &selection.labels, rules, true);
+        if on_preset_keys == PresetKeys::Reject {
             let mut lies: Vec<String> = stale_annotations
                 .iter()
                 .map(|k| format!("annotation {k:?}"))
@@ -284,7 +286,7 @@ fn set(map: &mut Map<String, Value>, key: String, value: String) -> bool {
 fn stale_keys(
     existing: Option<&Value>,
     selected: &BTreeMap<String, (String, &CopyRule)>,
-    plan: &PolicyPlan,
+    rules: &[CopyRule],
     labels: bool,
 ) -> Vec<String> {
     let Some(existing) = existing.and_then(Value::as_object) else {
@@ -294,7 +296,7 @@ fn stale_keys(
         .keys()
         .filter(|key| !selected.contains_key(*key))
         .filter(|key| {
-            plan.copy.iter().any(|rule| {
+            rules.iter().any(|rule| {
                 let in_place = if labels {
                     rule.destination.labels()
                 } else {
@@ -369,8 +371,14 @@ mod tests {
         kind: ObjectKind,
     ) -> (Result<Applied, String>, Value) {
         let plan = load(settings.as_bytes()).unwrap();
-        let selection = select(&plan, "n1", node);
-        let result = apply(&mut object, selection, &plan, kind);
+        let selection = select(&plan.copy, "n1", node);
+        let result = apply(
+            &mut object,
+            selection,
+            &plan.copy,
+            plan.on_preset_keys,
+            kind,
+        );
         (result, object)
     }
 

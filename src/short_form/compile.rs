@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use super::plan::{CopyRule, Naming, Origin, Source};
-use super::schema::{CopyEntry, ReplacePrefix};
+use super::entry::{CopyEntry, ReplacePrefix};
+use super::rule::{CopyRule, Naming, Origin, Source};
 use crate::shared::glob::KeyPattern;
 use crate::shared::k8s_names::{check_label_value, check_qualified_name};
 use crate::shared::policy_options::Checks;
 
-pub(super) fn default_rule(key: &str, checks: Checks) -> Result<CopyRule, String> {
+pub(crate) fn default_rule(key: &str, checks: Checks) -> Result<CopyRule, String> {
     CopyEntry {
         label: Some(key.to_string()),
         ..CopyEntry::default()
@@ -19,7 +19,7 @@ pub(super) fn default_rule(key: &str, checks: Checks) -> Result<CopyRule, String
 }
 
 impl CopyEntry {
-    pub(super) fn compile(self, field: Origin, checks: Checks) -> Result<CopyRule, String> {
+    pub(crate) fn compile(self, field: Origin, checks: Checks) -> Result<CopyRule, String> {
         let err = |what: &str, why: String| format!("settings.{field}.{what}: {why}");
         let full = checks == Checks::Full;
         let pattern = |text: &str| {
@@ -171,7 +171,7 @@ fn naming_field(naming: &Naming) -> &'static str {
 
 /// Two entries that write the same exact Pod key (in the same place) from
 /// different Node keys contradict each other.
-pub(super) fn check_conflicts(rules: &[CopyRule]) -> Result<(), String> {
+pub(crate) fn check_conflicts(rules: &[CopyRule]) -> Result<(), String> {
     let mut seen: BTreeMap<(bool, &str), &CopyRule> = BTreeMap::new();
     for rule in rules.iter().filter(|r| r.target.is_exact()) {
         let places = [
