@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use ::cel::{ExecutionError, Value};
 
+use crate::cel::eval::environment::runtime_env;
 use crate::cel::program;
-use crate::cel::{eval::environment::runtime_env, program::library_use::Libraries};
 
 pub(crate) fn eval(source: &str) -> Result<Value, String> {
-    crate::cel::check::type_check::check_source(source)?;
+    crate::testing::cel_libraries::check_source(source)?;
     let mut compiled = program::compile(source, "e")?;
-    let libraries = Libraries::for_source(source);
+    let libraries = crate::testing::cel_libraries::libraries_for_source(source);
     libraries.prepare(&mut compiled.expression);
     let env = runtime_env(&BTreeSet::new(), libraries);
     let context = ::cel::Context::with_env(Arc::new(env));

@@ -150,8 +150,8 @@ fn cel_typed(value: &CelValue, depth: usize) -> Result<Value, String> {
             entries.sort_by_key(|entry| entry.get(0).map(Value::to_string));
             json!({"map": entries})
         }
-        CelValue::Opaque(_) if crate::cel::libraries::time::nanos(value).is_some() => {
-            match crate::cel::libraries::time::nanos(value) {
+        CelValue::Opaque(_) if crate::testing::cel_libraries::nanos(value).is_some() => {
+            match crate::testing::cel_libraries::nanos(value) {
                 Some(("timestamp", n)) => json!({"timestamp": format!(
                     "{}.{:09}", n.div_euclid(1_000_000_000), n.rem_euclid(1_000_000_000))}),
                 Some((_, n)) => json!({"duration": n.to_string()}),

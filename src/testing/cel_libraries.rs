@@ -6,13 +6,48 @@ use std::sync::Arc;
 
 use ::cel::{ExecutionError, Value};
 
+use crate::cel::check::type_check::{FunctionNames, check};
+use crate::cel::check::types::Ty;
+use crate::cel::libraries::time::{Duration, Timestamp};
 use crate::cel::{eval::environment::runtime_env, program::library_use::Libraries};
+
+/// The load-time check of one expression, for the tests that evaluate
+/// expressions: what they expect to run must pass it.
+pub fn check_source(source: &str) -> Result<Ty, String> {
+    let compiled = crate::cel::program::compile(source, "e")?;
+    check(
+        source,
+        &compiled.expression,
+        &std::collections::BTreeMap::new(),
+        &mut FunctionNames::new(),
+        false,
+    )
+    .map_err(|why| format!("check: {why}"))
+}
+
+/// What one expression may call, read from its tree.
+pub fn libraries_for_source(source: &str) -> Libraries {
+    crate::cel::program::compile(source, "e")
+        .map(|compiled| compiled.names.libraries)
+        .unwrap_or_default()
+}
+
+/// A timestamp or duration as the differential run compares them: its
+/// kind and nanoseconds (since the epoch, for a timestamp).
+pub fn nanos(value: &Value) -> Option<(&'static str, i128)> {
+    let Value::Opaque(opaque) = value else {
+        return None;
+    };
+    if let Some(t) = opaque.downcast_ref::<Timestamp>() {
+        return Some(("timestamp", t.0.nanos));
+    }
+    opaque.downcast_ref::<Duration>().map(|d| ("duration", d.0))
+}
 
 /// Evaluates `source` in the environment its text asks for.
 pub fn eval(source: &str) -> Result<Value, ExecutionError> {
-    crate::cel::check::type_check::check_source(source)
-        .map_err(|e| ExecutionError::function_error("check", e))?;
-    let libraries = Libraries::for_source(source);
+    check_source(source).map_err(|e| ExecutionError::function_error("check", e))?;
+    let libraries = libraries_for_source(source);
     let env = Arc::new(runtime_env(&BTreeSet::new(), libraries));
     let mut compiled = crate::cel::program::compile(source, "e")
         .map_err(|e| ExecutionError::function_error("compile", e))?;

@@ -115,7 +115,7 @@ mod tests {
     fn check(place: Place, source: &str) -> Option<String> {
         mismatch(
             place,
-            &crate::cel::check::type_check::check_source(source).ok()?,
+            &crate::testing::cel_libraries::check_source(source).ok()?,
         )
     }
 

@@ -23,12 +23,12 @@ use crate::cel::check::types::{Ty, fits, join};
 use crate::cel::{eval::environment::runtime_env, program::library_use::Libraries};
 
 /// Asks an environment with every library whether a function is declared.
-pub(in crate::cel) struct FunctionNames {
+pub(crate) struct FunctionNames {
     context: ::cel::Context<'static, 'static>,
 }
 
 impl FunctionNames {
-    pub(in crate::cel) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let env = runtime_env(&BTreeSet::new(), Libraries::every());
         FunctionNames {
             context: ::cel::Context::with_env(Arc::new(env)),
@@ -59,7 +59,7 @@ enum Anchor {
 /// The type of `expr`, or why it is wrong, with its line and column when
 /// the text shows unambiguously where. `variables` are the types of the
 /// policy's variables declared before this expression.
-pub(in crate::cel) fn check(
+pub(crate) fn check(
     source: &str,
     expr: &IdedExpr,
     variables: &BTreeMap<String, Ty>,
@@ -432,25 +432,11 @@ fn position(source: &str, anchor: &Anchor) -> Option<(usize, usize)> {
     Some((line, before.get(line_start..)?.chars().count() + 1))
 }
 
-/// The load-time check of one expression, for the tests that evaluate
-/// expressions: what they expect to run must pass it.
-#[cfg(test)]
-pub(crate) fn check_source(source: &str) -> Result<Ty, String> {
-    let compiled = crate::cel::program::compile(source, "e")?;
-    check(
-        source,
-        &compiled.expression,
-        &BTreeMap::new(),
-        &mut FunctionNames::new(),
-        false,
-    )
-    .map_err(|why| format!("check: {why}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cel::program::compile;
+    use crate::testing::cel_libraries::check_source;
 
     fn type_of(source: &str) -> Result<Ty, String> {
         type_with(source, &BTreeMap::new())

@@ -272,7 +272,7 @@ mod tests {
     use std::sync::Arc;
 
     fn eval(source: &str) -> Result<Value, ExecutionError> {
-        crate::cel::check::type_check::check_source(source)
+        crate::testing::cel_libraries::check_source(source)
             .map_err(|e| ExecutionError::function_error("check", e))?;
         let compiled = crate::cel::program::compile(source, "e").unwrap();
         let names: BTreeSet<String> = compiled.names.structs.clone();

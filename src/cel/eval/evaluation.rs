@@ -6,31 +6,27 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ::cel::common::value::Val;
 use ::cel::{Context, Value as CelValue};
 use serde_json::Value;
 
+use crate::cel::eval::cluster_reads::{ClusterReads, ResourceReach};
 use crate::cel::eval::direct::{self, Direct};
 use crate::cel::eval::environment;
 use crate::cel::eval::request::{CelRequest, Evaluated, describe};
 use crate::cel::libraries::authorizer;
-use crate::cel::libraries::host_reads::{
-    self, ImageDataLibrary, READ_PENDING, ResourceCall, ResourceLibrary,
-};
+use crate::cel::libraries::host_reads::{READ_PENDING, ResourceCall};
 use crate::cel::libraries::values::from_json;
 use crate::cel::policy::CelPolicy;
 use crate::cel::policy::exception::CelException;
 use crate::cel::program::{self, Compiled};
 use crate::shared::reach::{Reach, field_masks};
 
-/// At most this many host reads per policy and request.
-const MAX_READS: usize = 16;
-
-/// One policy's evaluation: the object, the variables computed so far, the
-/// host's answers, and, once an expression needs it, the `cel` crate's
-/// context.
+/// One policy's evaluation: the object, the variables computed so far, what
+/// it read of the cluster, and, once an expression needs it, the `cel`
+/// crate's context.
 pub(crate) struct Evaluation<'a> {
     policy: &'a CelPolicy,
     request: &'a CelRequest<'a>,
@@ -53,22 +49,14 @@ pub(crate) struct Evaluation<'a> {
     /// A mutation's own expression is being evaluated directly (not a
     /// variable it reads).
     pub(in crate::cel) in_mutation: bool,
-    answers: Vec<(ResourceCall, Result<Value, String>)>,
-    /// `image.GetMetadata` answers, by reference.
-    images: BTreeMap<String, Result<Value, String>>,
-    /// `authorizer` decisions, by check.
-    checks: BTreeMap<authorizer::Check, authorizer::Decision>,
-    namespace: Option<Result<Value, String>>,
+    reads: ClusterReads,
     namespace_bound: bool,
     /// Kyverno's `exceptions` (`allowedImages`, `allowedValues`), once the
     /// policy's exceptions are checked.
     pub(in crate::cel) exceptions: Option<Value>,
     exceptions_bound: bool,
-    /// The host field masks for `resource.Get`, once worked out.
-    masks: Option<Vec<String>>,
-    /// The field paths of what `resource.Get` reads that any expression
-    /// reads (`None`: whole objects); answers are decoded only that far.
-    reach: Option<Vec<Vec<String>>>,
+    /// What `resource.Get` reads of fetched objects, once worked out.
+    resource_reach: Option<Rc<ResourceReach>>,
 }
 
 fn bind(context: &mut Context, name: &str, value: CelValue) -> Result<(), String> {
@@ -91,15 +79,11 @@ impl<'a> Evaluation<'a> {
             direct_variables: Vec::new(),
             direct_depth: 0,
             in_mutation: false,
-            answers: Vec::new(),
-            images: BTreeMap::new(),
-            checks: BTreeMap::new(),
-            namespace: None,
+            reads: ClusterReads::default(),
             namespace_bound: false,
             exceptions: None,
             exceptions_bound: false,
-            masks: None,
-            reach: None,
+            resource_reach: None,
         }
     }
 
@@ -164,22 +148,7 @@ impl<'a> Evaluation<'a> {
 
     /// The request's Namespace, read once through the host.
     pub(in crate::cel) fn namespace(&mut self) -> Result<Value, String> {
-        if let Some(namespace) = &self.namespace {
-            return namespace.clone();
-        }
-        let name = &self.request.facts.namespace;
-        let namespace = if name.is_empty() {
-            Ok(Value::Null)
-        } else {
-            // Whole, as a plan with CEL policies asks for it
-            // (`PolicyPlan::namespace_masks`): `namespaceObject` may read any of it.
-            let cluster = self.request.cluster;
-            cluster
-                .read_json(&cluster.namespace_read(name))
-                .map_err(|why| format!("cannot read Namespace {name:?}: {why}"))
-        };
-        self.namespace = Some(namespace.clone());
-        namespace
+        self.reads.namespace(self.request)
     }
 
     /// `source` parsed, once per evaluation; `at` (its path in the
@@ -374,9 +343,9 @@ impl<'a> Evaluation<'a> {
     /// The fields of the objects `resource.Get` reads that any expression of
     /// the policy can reach, as host field masks (none: whole objects). One
     /// set for every read of the policy: what one read needs, all get.
-    fn field_masks(&mut self) -> Result<Vec<String>, String> {
-        if let Some(masks) = &self.masks {
-            return Ok(masks.clone());
+    fn resource_reach(&mut self) -> Result<Rc<ResourceReach>, String> {
+        if let Some(reach) = &self.resource_reach {
+            return Ok(reach.clone());
         }
         let mut compiled = Vec::new();
         let mut gets = BTreeSet::new();
@@ -412,101 +381,45 @@ impl<'a> Evaluation<'a> {
             }
             field_masks(&reach)
         };
-        self.reach = (!whole).then(|| paths.into_iter().cloned().collect());
-        self.masks = Some(masks.clone());
-        Ok(masks)
-    }
-
-    /// `Err` when one more host read would pass the bound: resource reads,
-    /// image reads and authorizer checks count together.
-    fn within_read_bound(&self, reads: &str) -> Result<(), String> {
-        if self.answers.len() + self.images.len() + self.checks.len() >= MAX_READS {
-            return Err(format!("more than {MAX_READS} {reads} in one evaluation"));
-        }
-        Ok(())
+        let reach = Rc::new(ResourceReach {
+            masks,
+            paths: (!whole).then(|| paths.into_iter().cloned().collect()),
+        });
+        self.resource_reach = Some(reach.clone());
+        Ok(reach)
     }
 
     /// The host's answer to `call`, read once per evaluation.
     fn read(&mut self, call: ResourceCall) -> Result<Value, String> {
-        if let Some((_, answer)) = self.answers.iter().find(|(c, _)| *c == call) {
-            return answer.clone();
-        }
-        self.within_read_bound("resource reads")?;
-        let masks = self.field_masks()?;
-        let reach = self.reach.as_ref().map(|paths| {
-            let mut reach = Reach::Fields(Vec::new());
-            for path in paths {
-                reach.take(path.iter().map(String::as_str));
-            }
-            reach
-        });
-        let answer = host_reads::read(
-            &call,
-            &masks,
-            reach.as_ref(),
-            self.request.kinds,
-            self.request.cluster,
-        );
-        self.answers.push((call, answer.clone()));
-        answer
+        let reach = self.resource_reach()?;
+        self.reads.resource(call, &reach, self.request)
     }
 
     /// Runs a parsed expression by the crate, making the host reads it asks
     /// for.
     fn execute(&mut self, compiled: &Compiled) -> Result<CelValue, String> {
         loop {
-            let answers = self
-                .answers
-                .iter()
-                .map(|(call, answer)| {
-                    (
-                        call.clone(),
-                        answer.as_ref().map(from_json).map_err(Clone::clone),
-                    )
-                })
-                .collect();
-            let library = ResourceLibrary {
-                answers: Arc::new(answers),
-                wanted: Arc::new(Mutex::new(Vec::new())),
-            };
-            // Only a policy that calls `image.GetMetadata` gets the library.
-            let images = self.policy.libraries().imagedata.then(|| ImageDataLibrary {
-                answers: Arc::new(
-                    self.images
-                        .iter()
-                        .map(|(image, answer)| {
-                            (
-                                image.clone(),
-                                answer.as_ref().map(from_json).map_err(Clone::clone),
-                            )
-                        })
-                        .collect(),
-                ),
-                wanted: Arc::new(Mutex::new(Vec::new())),
-            });
-            let checks = self.policy.libraries().authorizer.then(|| {
-                Arc::new(authorizer::Answers {
-                    decisions: self.checks.clone(),
-                    wanted: Mutex::default(),
-                })
-            });
+            let libraries = self.reads.libraries(
+                self.policy.libraries().imagedata,
+                self.policy.libraries().authorizer,
+            );
             let request = self.request;
             let context = self.context()?;
-            if let Some(checks) = &checks {
+            if let Some(checks) = &libraries.checks {
                 let (value, request_resource) =
                     authorizer::values(request.admission, request.facts, checks.clone());
                 bind(context, "authorizer", value)?;
                 bind(context, "authorizer.requestResource", request_resource)?;
             }
-            context.add_variable_as_val("resource", Box::new(library.clone()));
-            if let Some(images) = &images {
+            context.add_variable_as_val("resource", Box::new(libraries.resource.clone()));
+            if let Some(images) = &libraries.images {
                 context.add_variable_as_val("image", Box::new(images.clone()));
             }
             let error = match context.resolve(&compiled.expression) {
                 Ok(value) => return Ok(value),
                 Err(error) => error,
             };
-            let wanted = take_wanted(&library.wanted);
+            let wanted = libraries.wanted();
             // A variable that failed is left out of `variables`: reading it
             // fails with its own error. Variables are lazy, so one an
             // expression names but does not reach (`a ? variables.x : y`)
@@ -516,38 +429,16 @@ impl<'a> Evaluation<'a> {
             {
                 return Err(why.clone());
             }
-            let wanted_images = images
-                .map(|images| take_wanted(&images.wanted))
-                .unwrap_or_default();
-            let wanted_checks = checks
-                .map(|checks| take_wanted(&checks.wanted))
-                .unwrap_or_default();
-            let pending = error.to_string().contains(READ_PENDING);
-            if (wanted.is_empty() && wanted_images.is_empty() && wanted_checks.is_empty())
-                || !pending
-            {
+            if wanted.is_empty() || !error.to_string().contains(READ_PENDING) {
                 return Err(describe(&error));
             }
-            for check in wanted_checks {
-                self.within_read_bound("host reads")?;
-                let decision = authorizer::read(&check, self.request.cluster);
-                self.checks.insert(check, decision);
-            }
-            for image in wanted_images {
-                self.within_read_bound("resource and image reads")?;
-                let answer =
-                    crate::host::image_registry::image_metadata(&image, self.request.cluster);
-                self.images.insert(image, answer);
-            }
-            for call in wanted {
-                // A failed read is kept as the call's answer; a read not
-                // made (too many) ends the evaluation.
-                if let Err(why) = self.read(call.clone())
-                    && !self.answers.iter().any(|(c, _)| *c == call)
-                {
-                    return Err(why);
-                }
-            }
+            // Every resource read of the policy decodes as far as any needs.
+            let reach = if wanted.reads_resources() {
+                Some(self.resource_reach()?)
+            } else {
+                None
+            };
+            self.reads.serve(wanted, reach.as_deref(), self.request)?;
         }
     }
 }
@@ -605,15 +496,6 @@ impl direct::Names for Evaluation<'_> {
             self.policy.struct_names().contains(name)
         }
     }
-}
-
-/// What a library recorded as wanted from the host, taken (none when its
-/// lock was poisoned, which a panic-free guest never does).
-fn take_wanted<T: Default>(wanted: &Mutex<T>) -> T {
-    wanted
-        .lock()
-        .map(|mut w| std::mem::take(&mut *w))
-        .unwrap_or_default()
 }
 
 /// A path written by a closure when a message needs it.

@@ -39,11 +39,11 @@ const MAX_SECONDS: i128 = 253_402_300_799;
 /// A point in time; the offset it was written with is kept for `string()`
 /// and `time.toCron`, and ignored by comparisons.
 #[derive(Debug, Clone, Copy)]
-pub struct Timestamp(Instant);
+pub struct Timestamp(pub(crate) Instant);
 
 /// A signed span of time, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Duration(i128);
+pub struct Duration(pub(crate) i128);
 
 impl PartialEq for Timestamp {
     fn eq(&self, other: &Timestamp) -> bool {
@@ -500,19 +500,6 @@ pub fn to_json(value: &Value) -> Option<String> {
         return Some(t.0.to_rfc3339_nano());
     }
     opaque.downcast_ref::<Duration>().map(|d| seconds_text(d.0))
-}
-
-/// A timestamp or duration as the differential run compares them: its
-/// kind and nanoseconds (since the epoch, for a timestamp).
-#[cfg(test)]
-pub(crate) fn nanos(value: &Value) -> Option<(&'static str, i128)> {
-    let Value::Opaque(opaque) = value else {
-        return None;
-    };
-    if let Some(t) = opaque.downcast_ref::<Timestamp>() {
-        return Some(("timestamp", t.0.nanos));
-    }
-    opaque.downcast_ref::<Duration>().map(|d| ("duration", d.0))
 }
 
 #[cfg(test)]

@@ -135,14 +135,6 @@ impl Libraries {
         }
     }
 
-    /// What one expression may call, read from its tree (tests).
-    #[cfg(test)]
-    pub fn for_source(source: &str) -> Libraries {
-        crate::cel::program::compile(source, "e")
-            .map(|compiled| compiled.names.libraries)
-            .unwrap_or_default()
-    }
-
     /// Adds what one name of an expression's tree brings in: an identifier
     /// (`math`, `ip`), or a function called on a receiver or globally. A
     /// name in a string or a comment is not in the tree.
