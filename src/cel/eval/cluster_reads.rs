@@ -114,18 +114,18 @@ impl ClusterReads {
     }
 
     /// The host's answer to `call`, read once; fetched objects are read as
-    /// far as `reach` says.
+    /// far as `reach` says (`None`: whole).
     pub(in crate::cel) fn resource(
         &mut self,
         call: ResourceCall,
-        reach: &ResourceReach,
+        reach: Option<&ResourceReach>,
         request: &CelRequest,
     ) -> Result<Value, String> {
         if let Some((_, answer)) = self.answers.iter().find(|(c, _)| *c == call) {
             return answer.clone();
         }
         self.within_bound("resource reads")?;
-        let decode_to = reach.paths.as_ref().map(|paths| {
+        let decode_to = reach.and_then(|reach| reach.paths.as_ref()).map(|paths| {
             let mut decode_to = Reach::Fields(Vec::new());
             for path in paths {
                 decode_to.take(path.iter().map(String::as_str));
@@ -134,7 +134,7 @@ impl ClusterReads {
         });
         let answer = host_reads::read(
             &call,
-            &reach.masks,
+            reach.map_or(&[][..], |reach| &reach.masks),
             decode_to.as_ref(),
             request.kinds,
             request.cluster,
@@ -184,8 +184,8 @@ impl ClusterReads {
         }
     }
 
-    /// Makes the reads a run of the crate asked for; resource reads need
-    /// `reach`. A failed read is kept as its call's answer; a read not made
+    /// Makes the reads a run of the crate asked for; resource reads as far
+    /// as `reach` says. A failed read is kept as its call's answer; a read not made
     /// (too many) is the error.
     pub(in crate::cel) fn serve(
         &mut self,
@@ -203,9 +203,6 @@ impl ClusterReads {
             let answer = crate::host::image_registry::image_metadata(&image, request.cluster);
             self.images.insert(image, answer);
         }
-        let Some(reach) = reach else {
-            return Ok(());
-        };
         for call in wanted.calls {
             if let Err(why) = self.resource(call.clone(), reach, request)
                 && !self.answers.iter().any(|(c, _)| *c == call)

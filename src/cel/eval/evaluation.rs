@@ -56,7 +56,7 @@ pub(crate) struct Evaluation<'a> {
     pub(in crate::cel) exceptions: Option<Value>,
     exceptions_bound: bool,
     /// What `resource.Get` reads of fetched objects, once worked out.
-    resource_reach: Option<Rc<ResourceReach>>,
+    resource_reach: Option<ResourceReach>,
 }
 
 fn bind(context: &mut Context, name: &str, value: CelValue) -> Result<(), String> {
@@ -343,9 +343,9 @@ impl<'a> Evaluation<'a> {
     /// The fields of the objects `resource.Get` reads that any expression of
     /// the policy can reach, as host field masks (none: whole objects). One
     /// set for every read of the policy: what one read needs, all get.
-    fn resource_reach(&mut self) -> Result<Rc<ResourceReach>, String> {
-        if let Some(reach) = &self.resource_reach {
-            return Ok(reach.clone());
+    fn work_out_resource_reach(&mut self) -> Result<(), String> {
+        if self.resource_reach.is_some() {
+            return Ok(());
         }
         let mut compiled = Vec::new();
         let mut gets = BTreeSet::new();
@@ -381,18 +381,18 @@ impl<'a> Evaluation<'a> {
             }
             field_masks(&reach)
         };
-        let reach = Rc::new(ResourceReach {
+        self.resource_reach = Some(ResourceReach {
             masks,
             paths: (!whole).then(|| paths.into_iter().cloned().collect()),
         });
-        self.resource_reach = Some(reach.clone());
-        Ok(reach)
+        Ok(())
     }
 
     /// The host's answer to `call`, read once per evaluation.
     fn read(&mut self, call: ResourceCall) -> Result<Value, String> {
-        let reach = self.resource_reach()?;
-        self.reads.resource(call, &reach, self.request)
+        self.work_out_resource_reach()?;
+        self.reads
+            .resource(call, self.resource_reach.as_ref(), self.request)
     }
 
     /// Runs a parsed expression by the crate, making the host reads it asks
@@ -433,12 +433,11 @@ impl<'a> Evaluation<'a> {
                 return Err(describe(&error));
             }
             // Every resource read of the policy decodes as far as any needs.
-            let reach = if wanted.reads_resources() {
-                Some(self.resource_reach()?)
-            } else {
-                None
-            };
-            self.reads.serve(wanted, reach.as_deref(), self.request)?;
+            if wanted.reads_resources() {
+                self.work_out_resource_reach()?;
+            }
+            self.reads
+                .serve(wanted, self.resource_reach.as_ref(), self.request)?;
         }
     }
 }
