@@ -69,8 +69,9 @@ enum StepError {
     /// The user asked for this request to be refused (`onPresetKeys: Reject`).
     Reject(String),
     /// The rule applied, but left metadata the API server refuses: the
-    /// request is refused once its policy has run whole (a later rule that
-    /// fails under `Ignore` drops the policy's changes, and this with them).
+    /// request is refused once every policy has run, if the object still
+    /// has it (a later rule may write over the key; one that fails under
+    /// `Ignore` drops its policy's changes, and this with them).
     Refused { message: String, changed: bool },
 }
 
@@ -192,14 +193,17 @@ impl<'a> Pipeline<'a> {
             .iter()
             .any(|group| group.namespace.is_some())
             .then(|| self.request.field::<String>("namespace"));
+        // Why the API server would refuse what each policy's rules wrote: it
+        // judges the object once every policy has run, so a later rule may
+        // still write a valid value over the key.
+        let mut refusals: Vec<String> = Vec::new();
         for step in self.plan.steps() {
             let same_policy = match (&step, &policy_run) {
                 (Step::Rule(_, group), Some(run)) => std::ptr::eq(run.group, *group),
                 _ => false,
             };
             if !same_policy && let Some(refusal) = policy_run.take().and_then(PolicyRun::finish) {
-                outcome.rejection = Some(refusal);
-                return outcome;
+                refusals.push(refusal);
             }
             let failure_policy = match step {
                 Step::NodeMetadata => self.plan.failure_policy,
@@ -286,8 +290,9 @@ impl<'a> Pipeline<'a> {
                 }
             }
         }
-        if let Some(refusal) = policy_run.and_then(PolicyRun::finish) {
-            outcome.rejection = Some(refusal);
+        refusals.extend(policy_run.and_then(PolicyRun::finish));
+        if !refusals.is_empty() {
+            outcome.rejection = still_refused(&mut outcome, &refusals);
         }
         outcome
     }
@@ -495,7 +500,7 @@ impl<'a> Pipeline<'a> {
                 // Elsewhere it validates the object it stores, and refuses
                 // such metadata whatever Kyverno's failurePolicy. The object
                 // stays as the rule left it, for the rules after it, as in
-                // Kyverno; the refusal comes once the policy has run.
+                // Kyverno; the refusal comes once every policy has run.
                 identity::check(object, &mutated).map_err(refused)?;
                 let problem = crate::shared::metadata::first_metadata_problem(
                     crate::shared::metadata::metadata_maps(object),
@@ -540,6 +545,22 @@ fn commit(
     let changed = mutated != *object;
     *object = mutated;
     Ok((changed, warnings))
+}
+
+/// The refusal the object the policies left still earns: the first of its
+/// labels and annotations the API server refuses, with the rule that wrote it
+/// when its refusal says so.
+fn still_refused(outcome: &mut Outcome, refusals: &[String]) -> Option<String> {
+    let object = outcome.object.as_mut()?.whole().ok()?;
+    let why = crate::shared::metadata::first_metadata_problem([None, None], object)?;
+    Some(
+        refusals
+            .iter()
+            .rev()
+            .find(|refusal| refusal.ends_with(&why))
+            .cloned()
+            .unwrap_or_else(|| format!("the API server would refuse the object: {why}")),
+    )
 }
 
 /// The warning for a request the policy lets through without handling it.

@@ -14,6 +14,31 @@ use serde_json::Value;
 /// function compiles.
 pub const MAX_EXPRESSION_LEN: usize = 8192;
 
+/// A non-integral JSON number as Kyverno writes it into text: the shortest
+/// decimal, or below 1e-6 and from 1e21 on the exponent form with its sign
+/// (`1e+25`, `3.3333333333333334e-8`). `pad_exponent`: at least two digits
+/// (`e-08`), as a number substituted inside a longer string is written.
+pub fn float_text(float: f64, pad_exponent: bool) -> String {
+    let magnitude = float.abs();
+    if magnitude == 0.0 || (1e-6..1e21).contains(&magnitude) {
+        return float.to_string();
+    }
+    let text = format!("{float:e}");
+    let Some((mantissa, exponent)) = text.split_once('e') else {
+        return text;
+    };
+    let (sign, digits) = match exponent.strip_prefix('-') {
+        Some(digits) => ('-', digits),
+        None => ('+', exponent),
+    };
+    let pad = if pad_exponent && digits.len() < 2 {
+        "0"
+    } else {
+        ""
+    };
+    format!("{mantissa}e{sign}{pad}{digits}")
+}
+
 /// A Kyverno function's body.
 pub type Body =
     Box<dyn Fn(&[Rcvar], &mut Context<'_>) -> Result<Rcvar, JmespathError> + Sync + Send>;

@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Value};
 
+use super::jmes_values::float_text;
+
 /// Why a strategic merge patch did not apply.
 #[derive(Debug, PartialEq)]
 pub enum Skip {
@@ -333,10 +335,37 @@ fn merge_value(
             *resource = late(text, resource).map_err(Skip::Failed)?;
             Ok(())
         }
+        // kustomize's merge writes a scalar over a string as the new text
+        // with the string's type: a number or bool a variable gave over an
+        // existing label is stored as a string (`2` over `app: web` is "2").
+        Value::Number(_) | Value::Bool(_) if resource.is_string() => {
+            *resource = Value::String(scalar_text(patch));
+            Ok(())
+        }
         other => {
             *resource = other.clone();
             Ok(())
         }
+    }
+}
+
+/// A number or bool as the text kustomize's merge leaves (Kyverno v1.19.1,
+/// its engine run in e2e-tests/oracle/kyverno): an integral number in range
+/// as an integer (`-0` as `0`), others as [`float_text`] writes them.
+fn scalar_text(scalar: &Value) -> String {
+    let Value::Number(number) = scalar else {
+        return scalar.to_string();
+    };
+    match number.as_f64() {
+        Some(float) if !number.is_i64() && !number.is_u64() => {
+            if float.fract() == 0.0 && float.abs() < 9.2e18 {
+                // Exact: the float is integral and in range.
+                format!("{}", float as i64)
+            } else {
+                float_text(float, false)
+            }
+        }
+        _ => number.to_string(),
     }
 }
 
@@ -428,6 +457,43 @@ mod tests {
         let verbatim = |text: &str, _: &Value| Ok(Value::String(text.to_string()));
         let result = strategic_merge(&mut resource, &patch, &verbatim);
         (result, resource)
+    }
+
+    #[test]
+    fn a_scalar_over_a_string_is_written_as_its_text() {
+        // Kyverno v1.19.1's answers (its engine in e2e-tests/oracle/kyverno),
+        // each a variable's value written by patchStrategicMerge over a Pod
+        // with `app: web`, `terminationGracePeriodSeconds: 30`,
+        // `hostNetwork: false` and a container image `nginx`.
+        let pod = json!({"metadata":{"labels":{"app":"web"}},"spec":{"terminationGracePeriodSeconds":30,"hostNetwork":false,"containers":[{"name":"a","image":"nginx"}]}});
+        let label = |value: Value| {
+            let (r, out) = smp(pod.clone(), json!({"metadata":{"labels":{"app":value}}}));
+            assert_eq!(r, Ok(true));
+            out["metadata"]["labels"]["app"].clone()
+        };
+        assert_eq!(label(json!(2)), json!("2"));
+        assert_eq!(label(json!(2.0)), json!("2"));
+        assert_eq!(label(json!(1.5)), json!("1.5"));
+        assert_eq!(label(json!(true)), json!("true"));
+        assert_eq!(label(json!(1e12)), json!("1000000000000"));
+        assert_eq!(label(json!(1.0 / 3.0)), json!("0.3333333333333333"));
+        assert_eq!(label(json!(1e25)), json!("1e+25"));
+        assert_eq!(
+            label(json!(1.0 / 30_000_000.0)),
+            json!("3.3333333333333334e-8")
+        );
+        assert_eq!(label(json!(-0.0)), json!("0"));
+        // A key the object did not have takes the value as it is (the API
+        // server then refuses a number), and only a string keeps its type.
+        let (_, out) = smp(pod.clone(), json!({"metadata":{"labels":{"new":2}}}));
+        assert_eq!(out["metadata"]["labels"]["new"], json!(2));
+        let (_, out) = smp(
+            pod.clone(),
+            json!({"spec":{"terminationGracePeriodSeconds":"x","hostNetwork":2,"containers":[{"name":"a","image":2}]}}),
+        );
+        assert_eq!(out["spec"]["terminationGracePeriodSeconds"], json!("x"));
+        assert_eq!(out["spec"]["hostNetwork"], json!(2));
+        assert_eq!(out["spec"]["containers"][0]["image"], json!("2"));
     }
 
     #[test]

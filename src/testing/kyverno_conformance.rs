@@ -678,6 +678,46 @@ mod point5_variables {
     }
 
     #[test]
+    fn numbers_are_written_into_text_as_kyverno_writes_them() {
+        // Kyverno v1.19.1's answers (its engine in e2e-tests/oracle/kyverno),
+        // written over the Pod's annotation `example.com/owner`.
+        let owner = |value: &str| {
+            let settings = rule(
+                json!({"match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+                "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"example.com/owner": value}}}}}),
+            );
+            annotations(&run("pod-with-node-name.json", settings))["example.com/owner"].clone()
+        };
+        for (expression, inside, whole) in [
+            (
+                "divide(`1`, `30000000`)",
+                "n-3.3333333333333334e-08",
+                "3.3333333333333334e-8",
+            ),
+            (
+                "multiply(`100000000000`, `100000000000000`)",
+                "n-1e+25",
+                "1e+25",
+            ),
+            ("divide(`1`, `100000`)", "n-0.00001", "0.00001"),
+            ("divide(`2469135`, `2`)", "n-1234567.5", "1234567.5"),
+            ("multiply(`1.5`, `1000000`)", "n-1500000", "1500000"),
+            ("request.object.spec.nodeName", "n-node-1", "node-1"),
+        ] {
+            assert_eq!(
+                owner(&format!("n-{{{{ {expression} }}}}")),
+                inside,
+                "{expression}"
+            );
+            assert_eq!(
+                owner(&format!("{{{{ {expression} }}}}")),
+                whole,
+                "{expression}"
+            );
+        }
+    }
+
+    #[test]
     fn service_account_variables() {
         let settings = rule(
             json!({"match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
@@ -764,6 +804,48 @@ mod point7_mutate {
         run("pod-with-node-name.json", pod_rule(mutate))
             .mutated_object
             .unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn a_number_written_over_a_label_is_stored_as_its_text() {
+        // Kyverno v1.19.1 stores "1" (its engine run in
+        // e2e-tests/oracle/kyverno): kustomize's merge keeps the existing
+        // label's string type. A label the Pod did not have gets the number,
+        // which the API server refuses: the rule's change is not applied.
+        let length = "{{ length(request.object.spec.containers) }}";
+        let pod =
+            mutated_pod(json!({"patchStrategicMerge": {"metadata": {"labels": {"app": length}}}}));
+        assert_eq!(pod.pointer("/metadata/labels/app"), Some(&json!("1")));
+        let response = run(
+            "pod-with-node-name.json",
+            pod_rule(json!({"patchStrategicMerge": {"metadata": {"labels": {"new": length}}}})),
+        );
+        assert!(!response.accepted, "{:?}", response.message);
+    }
+
+    #[test]
+    fn metadata_is_judged_on_the_object_the_rules_leave() {
+        // Kyverno v1.19.1 stores "team-a" (its engine in e2e-tests/oracle/kyverno,
+        // `make differential` seed 1, cpol-493): the API server sees only the
+        // object every rule left, where the second rule wrote over the number.
+        let rules = |second: &str| {
+            json!({"rules": [
+                {"name": "r0", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+                 "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"ctx": "{{ length(request.object.spec.containers) }}"}}}}},
+                {"name": "r1", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+                 "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {second: "{{ request.object.metadata.namespace }}"}}}}}]})
+        };
+        let response = run("pod-with-node-name.json", rules("ctx"));
+        assert!(response.accepted, "{:?}", response.message);
+        assert_eq!(annotations(&response)["ctx"], "default");
+        let response = run("pod-with-node-name.json", rules("other"));
+        assert!(!response.accepted);
+        assert_eq!(
+            response.message.as_deref(),
+            Some(
+                "node-metadata-policy: the API server would refuse the object: rule \"r0\": annotation \"ctx\": value 1 is not a string"
+            )
+        );
     }
 
     #[test]
