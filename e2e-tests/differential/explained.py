@@ -11,18 +11,23 @@ import re
 # docs/cel.md entry explains the policy's answer.
 CHECKED_LATER = [
     (r"invalid (duration|timestamp|regex) argument",
-     "literal arguments of duration(), timestamp() and matches() are checked when evaluated"),
+     "literal arguments of duration(), timestamp() and matches() are checked when evaluated", True),
     (r"error during formatting",
-     "format() clauses are checked when evaluated (cel-go checks constant ones at compile)"),
+     "format() clauses are checked when evaluated (cel-go checks constant ones at compile)", False),
     (r"program instantiation failed",
-     "constant subexpressions that fail are errors when evaluated (cel-go's optimizer folds them at compile)"),
+     "constant subexpressions that fail are errors when evaluated (cel-go's optimizer folds them at compile)", True),
     (r"undeclared reference to '(math|cel)'",
-     "math.greatest/least and cel.bind (rewritten as macros) are accepted in a MutatingAdmissionPolicy"),
+     "math.greatest/least and cel.bind (rewritten as macros) are accepted in a MutatingAdmissionPolicy", False),
     (r"expected type '.*' but found '.*'",
-     "the load-time type check is looser than cel-go's checker (mixed-type list and map literals)"),
+     "the load-time type check is looser than cel-go's checker (mixed-type list and map literals)", False),
     (r"found no matching overload for",
-     "the load-time type check is looser than cel-go's checker (operands of mismatched types)"),
+     "the load-time type check is looser than cel-go's checker (operands of mismatched types)", False),
 ]
+# The third field: whether the class says this policy fails the expression
+# when it evaluates it; a value then shows the expression did not reach the
+# failing part (such a literal or constant fails whenever it is evaluated).
+NOT_REACHED = ("a failing literal argument or constant subexpression is no error where the expression does not "
+               "reach it (an untaken branch, a variable nothing reads); cel-go refuses it at compile")
 
 
 def same_but_order(a, b):
@@ -61,9 +66,9 @@ def cel(case, reference, ours):
     if "compile_error" in statuses:
         return None
     message = " ".join(reference.get("errors") or [])
-    for pattern, reason in CHECKED_LATER:
+    for pattern, reason, fails_when_evaluated in CHECKED_LATER:
         if re.search(pattern, message):
-            return reason
+            return NOT_REACHED if fails_when_evaluated and "value" in statuses else reason
     return None
 
 
@@ -109,22 +114,109 @@ def checked_first(reference, ours):
 
 def kyverno(case, reference, ours):
     """Kyverno's engine answers with the object as its patches leave it; the
-    API server then decodes and validates it. The policy checks first."""
+    API server then decodes and validates it. The policy checks first. Each
+    class looks at both answers: what Kyverno's engine gave (its status, its
+    message or its object) and what the policy did (its decision, its words
+    and its object)."""
+    kyverno_object, our_object = reference.get("object"), ours.get("object") or case["object"]
+    rejected = ours.get("settings_valid", True) and ours.get("accepted") is False
+    said = " ".join([ours.get("message") or ""] + (ours.get("warnings") or []))
     if not ours.get("settings_valid", True) and reference.get("status") != "refused":
         message = ours.get("settings_message") or ""
+        # Kyverno's validation took the policy (Go's map order reached the
+        # other place first), whatever its engine then did with it.
         if "labels and annotations supports only string values" in message:
             return ("Kyverno checks a patch's metadata or its spec.template.metadata for strings, whichever "
                     "Go's map order reaches first; here both")
-    reason = checked_first(reference, ours)
-    if reason:
-        return reason
-    kyverno_object, our_object = reference.get("object"), ours.get("object")
-    if kyverno_object and our_object and nulls_as_empty(kyverno_object) == our_object:
+        # Kyverno took the policy (any answer but a refusal); this policy
+        # refused it at load for what its text holds.
+        for pattern, reason in REFUSED_EARLIER:
+            if re.search(pattern, message):
+                return reason
+        return None
+    if reference.get("status") == "patched" and refused_metadata(kyverno_object):
+        # The API server refuses the object Kyverno's patch leaves; the policy
+        # refuses the request, or on a Binding leaves the keys out.
+        if rejected and re.search(DECIDED_AT_ADMISSION[1][0], said):
+            return DECIDED_AT_ADMISSION[1][1]
+        if not rejected and without_refused_metadata(kyverno_object) == without_refused_metadata(our_object):
+            return DECIDED_AT_ADMISSION[1][1]
+        # A CEL policy under Ignore: the mutation fails here and the policy's
+        # changes go; Kyverno's patch goes to the API server, which refuses it.
+        if not rejected and case["policy"].get("kind") != "ClusterPolicy" and \
+                (case["policy"].get("spec") or {}).get("failurePolicy") == "Ignore" and \
+                our_object == case["object"] and re.search(DECIDED_AT_ADMISSION[1][0], said):
+            return DECIDED_AT_ADMISSION[1][1]
+    # Kyverno's patch renames the object, which the API server refuses; here
+    # the mutation fails, judged by failurePolicy (rejected, or under Ignore
+    # the policy's changes go).
+    if reference.get("status") == "patched" and identity(kyverno_object) != identity(case["object"]) and \
+            (rejected or our_object == case["object"]) and re.search(DECIDED_AT_ADMISSION[0][0], said):
+        return DECIDED_AT_ADMISSION[0][1]
+    if kyverno_object and not rejected and nulls_as_empty(kyverno_object) == our_object:
         return "a null label or annotation (a copy from a missing member) is the empty string the API server stores"
-    if "failed to convert original object to typed object" in (reference.get("message") or ""):
+    if "failed to convert original object to typed object" in (reference.get("message") or "") and \
+            not rejected and our_object != case["object"]:
         return ("a MutatingPolicy whose JSONPatch wrote a value of the wrong type: Kyverno fails a later "
                 "ApplyConfiguration, here the API server refuses the object")
     return None
+
+
+QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def valid_key(key):
+    """A label or annotation key the API server takes (a qualified name)."""
+    prefix, _, name = key.rpartition("/")
+    if "/" in key and not (prefix and len(prefix) <= 253 and DNS_SUBDOMAIN.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and bool(QUALIFIED_NAME.match(name))
+
+
+def refused_entries(obj):
+    """The (section, key) pairs of the object's labels and annotations the
+    API server refuses: keys that are not qualified names, values that are not
+    strings, label values that are not valid label values."""
+    metadata = (obj or {}).get("metadata") if isinstance(obj, dict) else None
+    refused = []
+    for section in ("labels", "annotations"):
+        entries = (metadata or {}).get(section) if isinstance(metadata, dict) else None
+        if entries is None:
+            continue
+        if not isinstance(entries, dict):
+            refused.append((section, None))
+            continue
+        for key, value in entries.items():
+            if value is None:
+                continue  # read as the empty string
+            if not valid_key(key) or not isinstance(value, str) or (
+                    section == "labels" and value and (len(value) > 63 or not QUALIFIED_NAME.match(value))):
+                refused.append((section, key))
+    return refused
+
+
+def refused_metadata(obj):
+    return bool(refused_entries(obj))
+
+
+def without_refused_metadata(obj):
+    """The object without the labels and annotations the API server refuses."""
+    obj = json.loads(json.dumps(obj or {}))
+    for section, key in refused_entries(obj):
+        entries = obj["metadata"]
+        if key is None:
+            entries.pop(section, None)
+        else:
+            entries[section].pop(key, None)
+            if not entries[section]:
+                entries.pop(section)
+    return obj
+
+
+def identity(obj):
+    metadata = (obj or {}).get("metadata") or {}
+    return (obj or {}).get("kind"), metadata.get("name"), metadata.get("namespace")
 
 
 def nulls_as_empty(obj):

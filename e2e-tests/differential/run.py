@@ -237,6 +237,11 @@ class Tally:
         self.kinds.setdefault(reason or f"unexplained {how}", []).append(item)
         self.unexplained += not reason
 
+    def crash(self, how, item):
+        """A crash, trap, panic or malformed answer on either side: never an
+        agreement, never explained."""
+        self.differ(None, f"crash {how}", item)
+
     def result(self):
         return {"judge": self.judge, "cases": self.cases, "agreements": self.agreements,
                 "differences": self.cases - self.agreements, "unexplained": self.unexplained,
@@ -253,6 +258,10 @@ def run_cel_cases(cases, report):
     ours = policy_cel(cases)
     for case in cases:
         ref, mine = reference[case["id"]], ours[case["id"]]
+        statuses = {ref.get("status")} | {answer.get("status") for answer in mine.values()}
+        if statuses - {"value", "eval_error", "compile_error", "not_reached"} or not mine:
+            tally.crash("/".join(sorted(map(str, statuses))), case)
+            continue
         diffs = compare_cel(case, ref, mine)
         if diffs:
             tally.differ(explained.cel(case, ref, mine), diffs[0][1], case)
@@ -331,8 +340,11 @@ def admission_request(case):
 
 
 def map_outcome(reference):
-    """What the API server does with the request: (verdict, object)."""
+    """What the API server does with the request: (verdict, object); a
+    panic or an answer the judge does not give is a crash."""
     status = reference.get("status")
+    if status not in ("refused", "skipped", "error", "invalid", "patched"):
+        return "crash", None
     if status == "refused":
         return "refused", None
     if status == "skipped":
@@ -364,7 +376,9 @@ def run_map_cases(cases, wasm, report):
         ref = dict(reference[case["id"]], _failurePolicy=case["policy"]["spec"].get("failurePolicy", "Fail"))
         ref_verdict, ref_object = map_outcome(ref)
         mine = ours[case["id"]]
-        if not mine.get("settings_valid", True):
+        if "host_error" in mine or "settings_valid" not in mine:
+            my_verdict, my_object = "crash", None
+        elif not mine["settings_valid"]:
             my_verdict, my_object = "refused", None
         elif not mine.get("accepted"):
             my_verdict, my_object = "rejected", None
@@ -381,7 +395,9 @@ def run_map_cases(cases, wasm, report):
                 my_object = originals[case["id"]].get("object")
         if ref_verdict == "unchanged":
             ref_verdict, ref_object = "admitted", originals[case["id"]].get("object")
-        if (ref_verdict, ref_object) == (my_verdict, my_object):
+        if "crash" in (ref_verdict, my_verdict):
+            tally.crash(f"{ref_verdict}->{my_verdict}", (case, ref, mine, ref_object, my_object))
+        elif (ref_verdict, ref_object) == (my_verdict, my_object):
             tally.agree()
         else:
             tally.differ(explained.mutation(case, ref, mine), f"{ref_verdict}->{my_verdict}",
@@ -399,26 +415,49 @@ def kyverno_oracle(cases):
     return run_lines([binary], cases)
 
 
-def kyverno_outcome(answer):
-    """What an admission of the case comes to in Kyverno's engine."""
+def failure_policy(policy):
+    """The failurePolicy Kyverno's webhook applies to the policy: for a
+    ClusterPolicy or Policy `webhookConfiguration.failurePolicy`, then
+    `failurePolicy`; for a MutatingPolicy `failurePolicy`; else Fail."""
+    spec = policy.get("spec") or {}
+    if policy.get("kind") in ("ClusterPolicy", "Policy"):
+        given = (spec.get("webhookConfiguration") or {}).get("failurePolicy") or spec.get("failurePolicy")
+    else:
+        given = spec.get("failurePolicy")
+    return given or "Fail"
+
+
+def kyverno_outcome(case, answer):
+    """What Kyverno's webhook makes of its engine's answer: a failed rule
+    rejects the request under Fail and leaves it unchanged under Ignore (the
+    policy's patches are dropped, those of its rules that applied too). An
+    engine panic or an answer the oracle does not give is a crash."""
     status = answer.get("status")
-    if status in ("refused", "error"):
-        return status, None
+    if status == "refused":
+        return "refused", None
+    if status == "error":
+        if failure_policy(case["policy"]) == "Ignore":
+            return "admitted", case["object"]
+        return "rejected", None
     if status == "patched":
         return "admitted", answer.get("object")
-    return "admitted", None  # skipped, unchanged: the object as it came
+    if status in ("unchanged", "skipped"):
+        return "admitted", case["object"]
+    return "crash", None
 
 
-def policy_outcome(mine):
-    if not mine.get("settings_valid", True):
+def policy_outcome(case, mine):
+    """The policy's decision and object; a trap, a host error or a malformed
+    answer is a crash. Warnings do not change the decision."""
+    if "host_error" in mine or "settings_valid" not in mine:
+        return "crash", None
+    if not mine["settings_valid"]:
         return "refused", None
-    said = " ".join([mine.get("message") or ""] + (mine.get("warnings") or []))
-    # A rule that failed and was let pass (failurePolicy Ignore, a ClusterPolicy's
-    # default here) says why in a warning, and the others apply, as Kyverno's
-    # webhook applies them: its engine calls that an error.
-    if not mine.get("accepted") or "not applied" in said or mine.get("warnings"):
-        return "error", None
-    return "admitted", mine.get("object")
+    if mine.get("accepted") is False:
+        return "rejected", None
+    if mine.get("accepted") is not True:
+        return "crash", None
+    return "admitted", mine.get("object") or case["object"]
 
 
 def run_kyverno(judge, cases, wasm, report):
@@ -430,13 +469,11 @@ def run_kyverno(judge, cases, wasm, report):
     ours = policy_wasm(requests, wasm)
     for case in cases:
         ref, mine = reference[case["id"]], ours[case["id"]]
-        ref_verdict, ref_object = kyverno_outcome(ref)
-        my_verdict, my_object = policy_outcome(mine)
-        if ref_verdict == "admitted" and ref_object is None:
-            ref_object = case["object"]
-        if my_verdict == "admitted" and my_object is None:
-            my_object = case["object"]
-        if (ref_verdict, ref_object) == (my_verdict, my_object):
+        ref_verdict, ref_object = kyverno_outcome(case, ref)
+        my_verdict, my_object = policy_outcome(case, mine)
+        if "crash" in (ref_verdict, my_verdict):
+            tally.crash(f"{ref_verdict}->{my_verdict}", (case, ref, mine, ref_object, my_object))
+        elif (ref_verdict, ref_object) == (my_verdict, my_object):
             tally.agree()
         else:
             tally.differ(explained.kyverno(case, ref, mine), f"{ref_verdict}->{my_verdict}",
