@@ -770,6 +770,13 @@ def main():
     if args.report:
         with open(args.report, "w") as f:
             json.dump(results, f, indent=1)
+    # A verdict of the real cluster that is not the simulation's, or a test
+    # not played (the run stopped), fails the run.
+    differing = sum(r["simulation"]["outcome"] != r["real"]["outcome"] for r in results)
+    if differing or len(results) < len(tests):
+        print(f"chainsaw-real: FAILED ({differing} verdicts differ from the simulation's, "
+              f"{len(tests) - len(results)} tests not played)")
+        return 1
     return 0
 
 

@@ -200,6 +200,18 @@ def metadata_problems(pod, want_annotations, want_labels, absent_annotations=(),
     return problems
 
 
+def unasked_keys(pod, want_annotations, want_labels, cluster_labels, cluster_annotations):
+    """Labels and annotations on the Pod that neither the scenario asked the
+    policy for nor the cluster writes without it (`cluster_*`: the keys a Pod
+    made the same way carries with no policy)."""
+    meta = pod["metadata"]
+    extra = [f"label {k}={v!r} not asked for" for k, v in meta.get("labels", {}).items()
+             if k not in want_labels and k not in cluster_labels]
+    extra += [f"annotation {k}={v!r} not asked for" for k, v in meta.get("annotations", {}).items()
+              if k not in want_annotations and k not in cluster_annotations]
+    return extra
+
+
 def wait_bound(cluster, namespace, selector, count, seconds=60):
     def bound():
         pods = [p for p in cluster.pods(namespace, selector) if p["spec"].get("nodeName")]
@@ -241,10 +253,24 @@ def run_positive(cluster, checks, replicas, judge):
             spec["nodeName"] = s.placed_on
             cluster.admin.create(f"/api/v1/namespaces/{s.namespace}/pods", clusters.pod("placed", spec))
     cluster.admin.create("/apis/apps/v1/namespaces/plugin-only/deployments", clusters.deployment("app", replicas))
+    placed_spec = clusters.pod_spec()
+    placed_spec["nodeName"] = "node-1"
+    cluster.admin.create("/api/v1/namespaces/plugin-only/pods", clusters.pod("placed", placed_spec))
     # The Node without topology labels, in the default scenario.
     cluster.admin.create("/api/v1/namespaces/default/pods", clusters.pod("on-bare-node", clusters.pod_spec(
         tolerate_bare=True, node_selector={"kubernetes.io/hostname": "node-bare"})))
 
+    # What the cluster alone puts on a Deployment's Pod (its template's label,
+    # the ReplicaSet's pod-template-hash, the PodTopologyLabels plugin's labels):
+    # any other key on a scenario's Pod is the policy's, and must be asked for.
+    # A Pod created with nodeName gets the plugin's labels at its creation.
+    plugin_pods = wait_bound(cluster, "plugin-only", "app%3Dapp", replicas)
+    cluster_labels = {k for p in plugin_pods for k in p["metadata"].get("labels", {})}
+    cluster_annotations = {k for p in plugin_pods for k in p["metadata"].get("annotations", {})}
+    placed_alone = cluster.pod("plugin-only", "placed")["metadata"]
+    placed_labels, placed_annotations = set(placed_alone.get("labels", {})), set(placed_alone.get("annotations", {}))
+    checks.check("plugin-only: a Pod created with nodeName and no policy carries no annotation",
+                 not placed_annotations, json.dumps(placed_alone))
     for s in chosen:
         if s.workload == "node":
             continue
@@ -259,6 +285,10 @@ def run_positive(cluster, checks, replicas, judge):
             node = cluster.nodes[p["spec"]["nodeName"]]
             want_a, want_l = s.expect(p, node)
             problems = metadata_problems(p, want_a, want_l)
+            if s.workload == "deployment":
+                problems += unasked_keys(p, want_a, want_l, cluster_labels, cluster_annotations)
+            else:
+                problems += unasked_keys(p, want_a, want_l, placed_labels, placed_annotations)
             checks.check(f"{s.name}: Pod {p['metadata']['name']} on {p['spec']['nodeName']} ({s.about})",
                          not problems, "; ".join(problems))
 
@@ -280,7 +310,6 @@ def run_positive(cluster, checks, replicas, judge):
                  json.dumps(bare["metadata"].get("annotations", {})))
 
     # The built-in PodTopologyLabels plugin, alone and beside the policy.
-    plugin_pods = wait_bound(cluster, "plugin-only", "app%3Dapp", replicas)
     for p in plugin_pods:
         node = cluster.nodes[p["spec"]["nodeName"]]["metadata"]["labels"]
         want = {k: node[k] for k in (ZONE, REGION)}
