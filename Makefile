@@ -120,8 +120,9 @@ cluster-bin:
 cluster-test:
 	@if ! command -v go >/dev/null || ! command -v kwctl >/dev/null || ! command -v policy-server >/dev/null; then \
 		echo "cluster test: SKIPPED (go, kwctl and policy-server are needed on PATH)"; exit 0; fi; \
-	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm && \
-	python3 e2e-tests/cluster/cluster_test.py --policy annotated-policy.wasm $(CLUSTER_ARGS)
+	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm floor.wasm && \
+	kwctl annotate -m e2e-tests/load/floor-metadata.yml -o annotated-floor.wasm floor.wasm 2>/dev/null && \
+	python3 e2e-tests/cluster/cluster_test.py --policy annotated-policy.wasm --floor annotated-floor.wasm $(CLUSTER_ARGS)
 
 # Kyverno's own admission controller as the judge of this policy: Kyverno
 # v1.19.1's admission and background controllers, built from the Go module

@@ -472,8 +472,9 @@ def run_faults(cluster, checks, positive_policies, report):
     checks.check("stopped: the pending Pods are bound once policy-server is back",
                  ready and all(ns in rec for ns, s in bound.items() if s is None), json.dumps(rec))
 
-    # 3. policy-server slower than timeoutSeconds: it accepts connections and
-    # never answers (SIGSTOP), as a policy-server with every worker busy does.
+    # 3. policy-server frozen (SIGSTOP): it accepts connections and never
+    # answers, so kube-apiserver's call ends at the TLS handshake's own 10 s
+    # timeout, which here equals timeoutSeconds; the busy case is below.
     prepare(cluster, "slow")
     cluster.policy_server.pause()
     bound = release(cluster, "slow", window, checks, on_webhook)
@@ -491,22 +492,91 @@ def run_faults(cluster, checks, positive_policies, report):
     checks.check("slow: the pending Pods are bound once policy-server answers",
                  all(ns in rec for ns, s in bound.items() if s is None), json.dumps(rec))
 
+    # 4. policy-server busy, not frozen: the floor policy computing for half of
+    # timeoutSeconds, then for 2 s more than it, before it answers.
+    run_busy(cluster, checks, every, timeout, window, report)
+
+
+def run_busy(cluster, checks, every, timeout, window, report):
+    delays = (timeout / 2, timeout + 2)
+    cases = [(f"busy-{int(d)}s-webhook-{fp.lower()}", d, fp) for d in delays for fp in ("Ignore", "Fail")]
+    policies = {ns: policy_for(ns, {"delayMillis": int(d * 1000)}, ns, rules=BINDING_RULES,
+                               resources=[{"apiVersion": "v1", "kind": "Node"}], webhook_failure=fp)
+                for ns, d, fp in cases}
+    for ns in policies:
+        cluster.ensure_namespace(ns)
+    busy_every = dict(every, **{kubewarden.unique_name(p): kubewarden.policies_entry(p, FLOOR)
+                                for p in policies.values()})
+    if not checks.check("policy-server restarted with the busy policies", cluster.policy_server.start(busy_every),
+                        control_plane.tail(cluster.policy_server.log_path, 20)):
+        return
+    cluster.install_webhooks(list(policies.values()))
+    for delay in delays:
+        fault = f"busy-{int(delay)}s"
+        mine = [(ns, fp) for ns, d, fp in cases if d == delay]
+        spec = clusters.pod_spec(node_selector={FAULT_LABEL: fault})
+        for ns, _ in mine:
+            cluster.admin.create(f"/api/v1/namespaces/{ns}/pods", clusters.pod(fault, spec))
+        cluster.admin.merge_patch("/api/v1/nodes/node-2", {"metadata": {"labels": {FAULT_LABEL: fault}}})
+        t0 = time.time()
+        bound = {}
+        while time.time() - t0 < window and len(bound) < len(mine):
+            for ns, _ in mine:
+                if ns not in bound and cluster.pod(ns, fault)["spec"].get("nodeName"):
+                    bound[ns] = time.time() - t0
+            time.sleep(0.1)
+        for ns, fp in mine:
+            annotations = cluster.pod(ns, fault)["metadata"].get("annotations", {})
+            marked = annotations.get(ZONE) == "zone"  # what the floor policy writes
+            seen = f"bound after {bound[ns]:.1f} s" if ns in bound else f"pending after {window} s"
+            seen += f", the policy's annotation {'on' if marked else 'absent'}"
+            if delay < timeout:
+                what, ok = (f"answered after {delay:g} s (under timeoutSeconds): bound with the policy's annotation",
+                            ns in bound and marked and delay <= bound[ns] < timeout)
+            elif fp == "Ignore":
+                what, ok = ("answered after timeoutSeconds: bound at timeoutSeconds without the annotation",
+                            ns in bound and not marked and timeout - 0.5 <= bound[ns] <= timeout + 5)
+            else:
+                what, ok = ("answered after timeoutSeconds: every Binding times out, the Pod stays pending",
+                            ns not in bound)
+            checks.check(f"{fault}: webhook {fp}: {what}", ok, seen)
+        # What the scheduler recorded of the Binding the webhook kept (its
+        # first FailedScheduling is the wait for the Node's label).
+        events = [e for e in cluster.events(mine[-1][0], fault) if "node affinity/selector" not in e][-3:]
+        recovered = None
+        if any(ns not in bound for ns, _ in mine):
+            # The pending Pod is bound once the slow policy's webhook goes.
+            for ns, _ in mine:
+                cluster.admin.delete("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+                                     + kubewarden.unique_name(policies[ns]))
+            rec = recovery(cluster, fault, {ns: bound.get(ns) for ns, _ in mine})
+            recovered = {ns: round(s, 1) for ns, s in rec.items()}
+            checks.check(f"{fault}: the pending Pod is bound once the slow webhook is removed",
+                         all(ns in rec for ns, _ in mine if ns not in bound), json.dumps(rec))
+        report[f"policy-server answering after {delay:g} s (timeoutSeconds {timeout})"] = {
+            "bound after (s)": {ns: (round(bound[ns], 1) if ns in bound else None) for ns, _ in mine},
+            "scheduler events (webhook Fail)": events[:2], "bound after the webhook was removed (s)": recovered}
+
 
 POLICY = None
+FLOOR = None
 
 
 def main():
-    global POLICY
+    global POLICY, FLOOR
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policy", default=os.path.join(ROOT, "annotated-policy.wasm"))
+    parser.add_argument("--floor", default=os.path.join(ROOT, "annotated-floor.wasm"),
+                        help="the floor policy, which answers slowly on request (the busy fault)")
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, certificates)")
     parser.add_argument("--report", help="write the fault timings as JSON here")
     args = parser.parse_args()
-    POLICY = args.policy
+    POLICY, FLOOR = args.policy, args.floor
     missing = [tool for tool in ("go", "policy-server", "openssl") if not shutil.which(tool)]
-    if missing or not os.path.exists(args.policy):
-        why = f"{', '.join(missing)} not on PATH" if missing else f"{args.policy} missing (needs kwctl)"
+    absent = [m for m in (args.policy, args.floor) if not os.path.exists(m)]
+    if missing or absent:
+        why = f"{', '.join(missing)} not on PATH" if missing else f"{', '.join(absent)} missing (needs kwctl)"
         print(f"cluster test: SKIPPED ({why})")
         return 0
 

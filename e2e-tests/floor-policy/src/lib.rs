@@ -3,7 +3,9 @@
 //! Node through the host with the field masks node-metadata-policy sends by
 //! default (`metadata.labels`), and returns the Binding with two fixed
 //! annotations. It checks nothing and chooses nothing: every row of the load
-//! test is reported against it.
+//! test is reported against it. With the setting `delayMillis` it computes
+//! (spins) that long before it answers: a policy-server that is busy, not
+//! frozen, as `make cluster-test`'s slow-answer fault needs.
 
 use std::collections::BTreeSet;
 
@@ -25,6 +27,13 @@ pub extern "C" fn wapc_init() {
 
 fn validate(payload: &[u8]) -> CallResult {
     let payload: Value = serde_json::from_slice(payload)?;
+    if let Some(millis) = payload["settings"]["delayMillis"].as_u64() {
+        let started = std::time::Instant::now();
+        let delay = std::time::Duration::from_millis(millis);
+        while started.elapsed() < delay {
+            std::hint::spin_loop();
+        }
+    }
     let mut object = payload["request"]["object"].clone();
     let node = object["target"]["name"]
         .as_str()
