@@ -105,10 +105,22 @@ DECIDED_AT_ADMISSION = [
 
 
 def mutation(case, reference, ours):
+    """kube-apiserver's answer (refused at creation, its patchers' object,
+    `invalid` when its validation refuses the object's metadata) against this
+    policy's: each class checks both."""
     if reference.get("status") == "refused" and ours.get("settings_valid", True):
         return cel(case, {"status": "compile_error", "errors": reference.get("errors")},
                    {"policy": {"status": "accepted"}})
-    return checked_first(reference, ours)
+    if not ours.get("settings_valid", True):
+        return checked_first(reference, ours)
+    said = " ".join([ours.get("message") or ""] + (ours.get("warnings") or []))
+    (rename_words, rename), (metadata_words, metadata) = DECIDED_AT_ADMISSION
+    if reference.get("status") == "invalid" and re.search(metadata_words, said):
+        return metadata
+    if reference.get("status") in ("patched", "invalid") and re.search(rename_words, said) and \
+            identity(reference.get("object")) != identity(case["object"]):
+        return rename
+    return None
 
 
 def checked_first(reference, ours):
