@@ -26,15 +26,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PATHS = ["shipped", "crate_evaluator", "crate_parser"]
 
 
+# A judge's process must answer all its cases within this many seconds, plus
+# SECONDS_PER_CASE for each: a hang fails the run instead of stalling it.
+BASE_SECONDS, SECONDS_PER_CASE = 600, 0.5
+
+
 def run_lines(command, cases, env=None):
-    """Feeds cases (JSON lines) to `command`, returns its answers by id."""
+    """Feeds cases (JSON lines) to `command`, returns its answers by id. A
+    process that fails or outlasts its time limit fails the run."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         for case in cases:
             f.write(json.dumps(case) + "\n")
         path = f.name
     try:
+        limit = BASE_SECONDS + SECONDS_PER_CASE * len(cases)
         with open(path) as stdin:
-            out = subprocess.run(command, stdin=stdin, capture_output=True, text=True, env=env, cwd=ROOT)
+            try:
+                out = subprocess.run(command, stdin=stdin, capture_output=True, text=True, env=env, cwd=ROOT,
+                                     timeout=limit)
+            except subprocess.TimeoutExpired:
+                raise SystemExit(f"{command[0]}: no answers to {len(cases)} cases within {limit:.0f} s")
         if out.returncode != 0:
             raise SystemExit(f"{command[0]} failed ({out.returncode}):\n{out.stderr[-3000:]}")
         answers = {}
