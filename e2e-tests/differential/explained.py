@@ -138,6 +138,18 @@ def checked_first(reference, ours):
     return None
 
 
+def failure_policy(policy):
+    """The failurePolicy Kyverno's webhook applies to the policy: for a
+    ClusterPolicy or Policy `webhookConfiguration.failurePolicy`, then
+    `failurePolicy`; for a MutatingPolicy `failurePolicy`; else Fail."""
+    spec = policy.get("spec") or {}
+    if policy.get("kind") in ("ClusterPolicy", "Policy"):
+        given = (spec.get("webhookConfiguration") or {}).get("failurePolicy") or spec.get("failurePolicy")
+    else:
+        given = spec.get("failurePolicy")
+    return given or "Fail"
+
+
 def kyverno(case, reference, ours):
     """Kyverno's engine answers with the object as its patches leave it; the
     API server then decodes and validates it. The policy checks first. Each
@@ -169,9 +181,9 @@ def kyverno(case, reference, ours):
             return DECIDED_AT_ADMISSION[1][1]
         # A CEL policy under Ignore: the mutation fails here and the policy's
         # changes go; Kyverno's patch goes to the API server, which refuses it.
-        if not rejected and case["policy"].get("kind") != "ClusterPolicy" and \
-                (case["policy"].get("spec") or {}).get("failurePolicy") == "Ignore" and \
-                our_object == case["object"] and re.search(DECIDED_AT_ADMISSION[1][0], said):
+        if not rejected and case["policy"].get("kind") not in ("ClusterPolicy", "Policy") and \
+                failure_policy(case["policy"]) == "Ignore" and our_object == case["object"] and \
+                re.search(DECIDED_AT_ADMISSION[1][0], said):
             return DECIDED_AT_ADMISSION[1][1]
     # Kyverno's patch renames the object, which the API server refuses; here
     # the mutation fails, judged by failurePolicy (rejected, or under Ignore

@@ -426,18 +426,6 @@ def kyverno_oracle(cases):
     return run_lines([binary], cases)
 
 
-def failure_policy(policy):
-    """The failurePolicy Kyverno's webhook applies to the policy: for a
-    ClusterPolicy or Policy `webhookConfiguration.failurePolicy`, then
-    `failurePolicy`; for a MutatingPolicy `failurePolicy`; else Fail."""
-    spec = policy.get("spec") or {}
-    if policy.get("kind") in ("ClusterPolicy", "Policy"):
-        given = (spec.get("webhookConfiguration") or {}).get("failurePolicy") or spec.get("failurePolicy")
-    else:
-        given = spec.get("failurePolicy")
-    return given or "Fail"
-
-
 def kyverno_outcome(case, answer):
     """What Kyverno's webhook makes of its engine's answer: a failed rule
     rejects the request under Fail and leaves it unchanged under Ignore (the
@@ -447,7 +435,7 @@ def kyverno_outcome(case, answer):
     if status == "refused":
         return "refused", None
     if status == "error":
-        if failure_policy(case["policy"]) == "Ignore":
+        if explained.failure_policy(case["policy"]) == "Ignore":
             return "admitted", case["object"]
         return "rejected", None
     if status == "patched":

@@ -14,6 +14,15 @@ use serde_json::Value;
 /// function compiles.
 pub const MAX_EXPRESSION_LEN: usize = 8192;
 
+/// A JSON number as Kyverno writes it into text: an integer as it is, others
+/// as [`float_text`] writes them.
+pub fn number_text(number: &serde_json::Number, pad_exponent: bool) -> String {
+    match number.as_f64() {
+        Some(float) if !number.is_i64() && !number.is_u64() => float_text(float, pad_exponent),
+        _ => number.to_string(),
+    }
+}
+
 /// A non-integral JSON number as Kyverno writes it into text: the shortest
 /// decimal, or below 1e-6 and from 1e21 on the exponent form with its sign
 /// (`1e+25`, `3.3333333333333334e-8`). `pad_exponent`: at least two digits

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::jmes_values::float_text;
+use super::jmes_values::number_text;
 
 /// Why a strategic merge patch did not apply.
 #[derive(Debug, PartialEq)]
@@ -350,22 +350,13 @@ fn merge_value(
 }
 
 /// A number or bool as the text kustomize's merge leaves (Kyverno v1.19.1,
-/// its engine run in e2e-tests/oracle/kyverno): an integral number in range
-/// as an integer (`-0` as `0`), others as [`float_text`] writes them.
+/// its engine run in e2e-tests/oracle/kyverno): as [`number_text`] writes a
+/// number, and `-0` as `0`.
 fn scalar_text(scalar: &Value) -> String {
-    let Value::Number(number) = scalar else {
-        return scalar.to_string();
-    };
-    match number.as_f64() {
-        Some(float) if !number.is_i64() && !number.is_u64() => {
-            if float.fract() == 0.0 && float.abs() < 9.2e18 {
-                // Exact: the float is integral and in range.
-                format!("{}", float as i64)
-            } else {
-                float_text(float, false)
-            }
-        }
-        _ => number.to_string(),
+    match scalar {
+        Value::Number(number) if number.as_f64() == Some(0.0) => "0".to_string(),
+        Value::Number(number) => number_text(number, false),
+        other => other.to_string(),
     }
 }
 

@@ -125,9 +125,7 @@ pub fn substitute_str_at(
             Value::String(s) => s,
             // As Kyverno v1.19.1 writes a number inside a string: `n-1e+25`,
             // `n-3.3333333333333334e-08`, `n-1000000000000`.
-            Value::Number(number) if !number.is_i64() && !number.is_u64() => number
-                .as_f64()
-                .map_or_else(|| number.to_string(), |f| jmes_values::float_text(f, true)),
+            Value::Number(number) => jmes_values::number_text(&number, true),
             other => other.to_string(),
         };
         let (head, tail) = (

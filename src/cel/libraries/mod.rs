@@ -231,35 +231,26 @@ pub(crate) fn wrap_in_call(argument: &mut ::cel::common::ast::IdedExpr, function
 
 #[cfg(test)]
 mod tests {
+    use crate::testing::cel_libraries::libraries_for_source;
 
     #[test]
     fn a_library_is_added_only_when_an_expression_names_it() {
-        assert!(crate::testing::cel_libraries::libraries_for_source("image('nginx')").image);
-        assert!(crate::testing::cel_libraries::libraries_for_source("x + image ('nginx')").image);
-        assert!(!crate::testing::cel_libraries::libraries_for_source("c.image").image);
-        assert!(!crate::testing::cel_libraries::libraries_for_source("c.image('x')").image);
+        assert!(libraries_for_source("image('nginx')").image);
+        assert!(libraries_for_source("x + image ('nginx')").image);
+        assert!(!libraries_for_source("c.image").image);
+        assert!(!libraries_for_source("c.image('x')").image);
         // A library named in a string or a comment is not called.
-        assert!(
-            !crate::testing::cel_libraries::libraries_for_source(
-                "'json.unmarshal(x)' // yaml.parse(y)\n + 'a'"
-            )
-            .json
-        );
-        let libraries = crate::testing::cel_libraries::libraries_for_source(
-            "object.spec.containers.map(c, c.image)",
-        );
+        assert!(!libraries_for_source("'json.unmarshal(x)' // yaml.parse(y)\n + 'a'").json);
+        let libraries = libraries_for_source("object.spec.containers.map(c, c.image)");
         assert!(!libraries.image && !libraries.json && !libraries.regex_namespace);
-        let libraries = crate::testing::cel_libraries::libraries_for_source(
-            "isImage(c.image) && json.unmarshal(x) != null",
-        );
+        let libraries = libraries_for_source("isImage(c.image) && json.unmarshal(x) != null");
         assert!(libraries.image && libraries.json && !libraries.yaml);
         // A field named `url` or `sha256`, and the strings library's
         // `format`, are not the URL, hash or format libraries.
-        let libraries = crate::testing::cel_libraries::libraries_for_source(
-            "'%s'.format([object.spec.url, object.status.sha256])",
-        );
+        let libraries =
+            libraries_for_source("'%s'.format([object.spec.url, object.status.sha256])");
         assert!(!libraries.url && !libraries.hash && !libraries.format);
-        let libraries = crate::testing::cel_libraries::libraries_for_source(
+        let libraries = libraries_for_source(
             "url(x).getHost() + sha256(y) + format.uuid().validate(z).orValue([]).join('')",
         );
         assert!(libraries.url && libraries.hash && libraries.format && !libraries.gzip);
