@@ -11,7 +11,7 @@ SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
 # Publishing coordinates: release.env (see there).
-.PHONY: sync-release-info all demo test fault-test-part1 fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test kubelet-test cluster-bench differential k8s-patch-tables kyverno-judge kyverno-judge-in-test
+.PHONY: sync-release-info all demo test fault-test-part1 fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test ha-test soak kubelet-test cluster-bench differential k8s-patch-tables kyverno-judge kyverno-judge-in-test
 
 all: policy.wasm
 
@@ -58,7 +58,7 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 demo: policy.wasm
 	$(CARGO) run --quiet -p policy-host --profile demo --bin demo -- policy.wasm test_data/binding.json test_data/node-1.json '{}'
 
-test: fmt-check lint workflow-lint unit-tests k8s-patch-tables e2e-tests oci-test fault-test-part1 differential cluster-test kubelet-test kyverno-judge-in-test
+test: fmt-check lint workflow-lint unit-tests k8s-patch-tables e2e-tests oci-test fault-test-part1 differential cluster-test ha-test kubelet-test kyverno-judge-in-test
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -168,6 +168,31 @@ kubelet-test:
 	if [ "$$(id -u)" != 0 ]; then echo "kubelet test: SKIPPED (containerd and kubelet need root)"; exit 0; fi; \
 	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm && \
 	python3 e2e-tests/cluster/kubelet_test.py --policy annotated-policy.wasm $(KUBELET_ARGS)
+
+# Two policy-server replicas on test hosts of their own (network namespaces)
+# behind the Service the webhook names, during bursts of 1,000 Pods: each
+# replica killed in turn and a rolling replacement under every failurePolicy
+# pair, and etcd, kube-apiserver and kube-scheduler killed and started again
+# under examples/dedicated-policy-server.yaml's (e2e-tests/cluster/ha_test.py).
+# Needs root; SKIPPED otherwise. HA_ARGS: e.g. --only kill --pairs Fail/Ignore.
+ha-test:
+	@if ! command -v go >/dev/null || ! command -v kwctl >/dev/null || ! command -v policy-server >/dev/null; then \
+		echo "ha test: SKIPPED (go, kwctl and policy-server are needed on PATH)"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "ha test: SKIPPED (network namespaces need root)"; exit 0; fi; \
+	command -v ip >/dev/null || { echo "ha test: SKIPPED (ip is not on PATH; Debian: apt-get install iproute2)"; exit 0; }; \
+	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm && \
+	python3 e2e-tests/cluster/ha_test.py --policy annotated-policy.wasm $(HA_ARGS)
+
+# 30 minutes of Pods created and deleted at a steady rate with the default
+# settings and with Kyverno's sample, in make cluster-test's control plane:
+# fails on any error, any Pod without its metadata, RSS of policy-server or
+# kube-apiserver drifting more than 10 % after minute 5, or an unsteady p99
+# (e2e-tests/cluster/soak.py). Not in make test. SOAK_ARGS: e.g. --minutes 5.
+soak:
+	@if ! command -v go >/dev/null || ! command -v kwctl >/dev/null || ! command -v policy-server >/dev/null; then \
+		echo "soak: SKIPPED (go, kwctl and policy-server are needed on PATH)"; exit 0; fi; \
+	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm && \
+	python3 e2e-tests/cluster/soak.py --policy annotated-policy.wasm $(SOAK_ARGS)
 
 # Scheduling with the policy: 1,000 Pods at once over 100 Nodes through the
 # real scheduler, with no webhook, the floor policy, the default settings,

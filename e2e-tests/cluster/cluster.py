@@ -57,15 +57,17 @@ def e2e_case(name):
 
 
 class Cluster:
-    def __init__(self, work, node_count=4, scheduler_qps=None, node_list=None, apiserver_args=()):
+    def __init__(self, work, node_count=4, scheduler_qps=None, node_list=None, apiserver_args=(), apiserver_ips=()):
         """`node_list`: the Nodes to register instead of the fixture's
-        `node_count` (none when empty); `apiserver_args`: more kube-apiserver flags."""
+        `node_count` (none when empty); `apiserver_args`: more kube-apiserver
+        flags; `apiserver_ips`: where test hosts reach it (control_plane)."""
         self.work = work
         self.scheduler_qps = scheduler_qps
         self.plane = control_plane.ControlPlane(control_plane.build_binaries(), work)
         self.node_count = node_count
         self.node_list = node_list
         self.apiserver_args = apiserver_args
+        self.apiserver_ips = apiserver_ips
         self.policy_server = None
 
     def versions(self):
@@ -74,7 +76,8 @@ class Cluster:
         return found
 
     def start(self):
-        self.plane.start(scheduler_qps=self.scheduler_qps, apiserver_args=self.apiserver_args)
+        self.plane.start(scheduler_qps=self.scheduler_qps, apiserver_args=self.apiserver_args,
+                         apiserver_ips=self.apiserver_ips)
         self.admin = self.plane.admin
         self.nodes = {}
         for node in self.node_list if self.node_list is not None else nodes.fixture_nodes(self.node_count):
@@ -88,7 +91,7 @@ class Cluster:
         self.rbac = example("rbac.yaml")
         for obj in self.rbac:
             self.admin.apply(obj)
-        token = self.admin.create(
+        self.policy_server_token = token = self.admin.create(
             f"/api/v1/namespaces/{kubewarden.KUBEWARDEN_NAMESPACE}/serviceaccounts/policy-server/token",
             {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
              "spec": {"expirationSeconds": 86400}})["status"]["token"]
@@ -148,6 +151,21 @@ class Cluster:
             line = f"{event.get('reason')}: {event.get('message')}"
             found.append(line if name else f"{event['involvedObject'].get('name')}: {line}")
         return found
+
+
+def watch_events(resp, stop):
+    """The events of a watch response (one JSON object a line) until it ends
+    or `stop` is set."""
+    buffer = b""
+    while not stop.is_set():
+        chunk = resp.read1(65536)
+        if not chunk:
+            return
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                yield json.loads(line)
 
 
 def wait_until(check, seconds, what, interval=0.2):

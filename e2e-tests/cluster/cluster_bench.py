@@ -129,25 +129,17 @@ def watch_bindings(plane, namespace, expected, bound, stop, ready, prefix="p"):
         if first:
             ready.set()
             first = False
-        buffer = b""
-        while len(bound) < expected and not stop.is_set():
-            chunk = resp.read1(65536)
-            if not chunk:
+        for event in clusters.watch_events(resp, stop):
+            obj = event.get("object", {})
+            if event.get("type") == "ERROR":
+                stop.set()
                 break
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                obj = event.get("object", {})
-                if event.get("type") == "ERROR":
-                    stop.set()
-                    break
-                version = obj.get("metadata", {}).get("resourceVersion", version)
-                name = obj.get("metadata", {}).get("name", "")
-                if obj.get("spec", {}).get("nodeName") and name not in bound and name.startswith(prefix):
-                    bound[name] = (time.monotonic(), ZONE in obj["metadata"].get("annotations", {}))
+            version = obj.get("metadata", {}).get("resourceVersion", version)
+            name = obj.get("metadata", {}).get("name", "")
+            if obj.get("spec", {}).get("nodeName") and name not in bound and name.startswith(prefix):
+                bound[name] = (time.monotonic(), ZONE in obj["metadata"].get("annotations", {}))
+            if len(bound) >= expected:
+                break
         conn.close()
 
 

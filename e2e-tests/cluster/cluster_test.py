@@ -446,6 +446,10 @@ def run_faults(cluster, checks, positive_policies, report):
     create_on_policy = lambda pfp, wfp: "created" if pfp == "Ignore" else "refused"  # noqa: E731
     create_on_webhook = lambda pfp, wfp: "created" if wfp == "Ignore" else "refused"  # noqa: E731
 
+    # 0. A Binding to a Node that no longer exists (deleted after the
+    # scheduler chose it), sent as the scheduler sends it.
+    node_missing(cluster, checks, report)
+
     # 1. The RBAC grant of examples/rbac.yaml removed: policy-server cannot read Nodes.
     binding = next(o for o in cluster.rbac if o["kind"] == "ClusterRoleBinding"
                    and o["roleRef"]["name"] == "kubewarden-policy-server-read-nodes")
@@ -502,6 +506,29 @@ def run_faults(cluster, checks, positive_policies, report):
     # 4. policy-server busy, not frozen: the floor policy computing for half of
     # timeoutSeconds, then for 2 s more than it, before it answers.
     run_busy(cluster, checks, every, timeout, window, report)
+
+
+def node_missing(cluster, checks, report):
+    """Each fault namespace's waiting Pod bound by hand to a Node that does
+    not exist: the policy's failurePolicy decides (the webhook answers)."""
+    prepare(cluster, "node-missing")
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "node-missing"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "node-gone"}}
+    found = {}
+    for ns, policy_fp, webhook_fp in FAULT_MATRIX:
+        try:
+            cluster.admin.create(f"/api/v1/namespaces/{ns}/pods/node-missing/binding", binding)
+            pod = cluster.pod(ns, "node-missing")
+            zoned = ZONE in pod["metadata"].get("annotations", {})
+            outcome = f"bound to {pod['spec'].get('nodeName')}" + (" with a zone" if zoned else ", no metadata")
+        except control_plane.ApiError as e:
+            outcome = "refused: " + json.loads(e.body).get("message", e.body)[:300]
+        found[ns] = outcome
+        want = "bound to node-gone, no metadata" if policy_fp == "Ignore" else "refused: "
+        checks.check(f"node-missing: policy {policy_fp}, webhook {webhook_fp}: the Binding is "
+                     f"{'admitted without the metadata' if policy_fp == 'Ignore' else 'refused'}",
+                     outcome.startswith(want) and ("cannot read Node" in outcome or policy_fp == "Ignore"), outcome)
+    report["Node missing"] = found
 
 
 def run_busy(cluster, checks, every, timeout, window, report):

@@ -49,14 +49,15 @@ class Pki:
     def _openssl(self, *args):
         subprocess.run(["openssl", *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-    def issue(self, name, subject, server=False, ips=()):
+    def issue(self, name, subject, server=False, ips=(), dns=()):
         """(cert, key) for a client (subject /CN=user/O=group) or a server on
-        loopback and on `ips`."""
+        loopback, on `ips` and by the names `dns`."""
         cert, key, csr = (os.path.join(self.folder, f"{name}.{ext}") for ext in ("crt", "key", "csr"))
         ext = os.path.join(self.folder, f"{name}.ext")
         with open(ext, "w") as f:
             if server:
-                names = ",".join(["IP:127.0.0.1", "DNS:localhost", *(f"IP:{ip}" for ip in ips)])
+                names = ",".join(["IP:127.0.0.1", "DNS:localhost", *(f"IP:{ip}" for ip in ips),
+                                  *(f"DNS:{name}" for name in dns)])
                 f.write(f"subjectAltName={names}\nextendedKeyUsage=serverAuth\n")
             else:
                 f.write("extendedKeyUsage=clientAuth\n")
@@ -152,6 +153,8 @@ RESOURCES = {
     "Pod": ("/api/v1", "pods", True),
     "ConfigMap": ("/api/v1", "configmaps", True),
     "ServiceAccount": ("/api/v1", "serviceaccounts", True),
+    "Service": ("/api/v1", "services", True),
+    "EndpointSlice": ("/apis/discovery.k8s.io/v1", "endpointslices", True),
     "Deployment": ("/apis/apps/v1", "deployments", True),
     "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
@@ -205,6 +208,7 @@ class ControlPlane:
         self.work = work
         self.processes = []
         self.logs = {}
+        self.commands = {}
         self.pki = Pki(work)
         self.server = None
 
@@ -221,17 +225,35 @@ class ControlPlane:
 
     def _start(self, name, args):
         log_path = os.path.join(self.work, f"{name}.log")
-        log = open(log_path, "w")
+        log = open(log_path, "a")
         self.logs[name] = log_path
+        self.commands[name] = args
         proc = subprocess.Popen([self.binary(name), *args], stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                                 preexec_fn=die_with_parent)
         self.processes.append(proc)
         return proc
 
+    def process(self, name):
+        return next((p for p in self.processes if os.path.basename(p.args[0]) == name), None)
+
+    def kill(self, name):
+        """SIGKILL to one component (etcd, kube-apiserver, kube-scheduler, ...)."""
+        proc = self.process(name)
+        proc.kill()
+        proc.wait(timeout=30)
+        self.processes.remove(proc)
+
+    def restart(self, name):
+        """The component started again with the same flags (etcd on the same data)."""
+        return self._start(name, self.commands[name])
+
     def log_tail(self, name, lines=30):
         return tail(self.logs.get(name, ""), lines)
 
-    def start(self, scheduler_qps=None, apiserver_args=()):
+    def start(self, scheduler_qps=None, apiserver_args=(), apiserver_ips=()):
+        """`apiserver_ips`: addresses of this machine test hosts reach
+        kube-apiserver at (it then listens on every address, with those in its
+        certificate)."""
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         etcd_url = f"http://127.0.0.1:{etcd_port}"
         self._start("etcd", [
@@ -243,12 +265,13 @@ class ControlPlane:
             "--listen-metrics-urls", f"http://127.0.0.1:{free_port()}", "--log-level", "warn"])
         self._wait(lambda: urllib.request.urlopen(f"{etcd_url}/health", timeout=1).status == 200, "etcd", 30)
 
-        serving = self.pki.issue("apiserver", "/CN=kube-apiserver", server=True)
+        serving = self.pki.issue("apiserver", "/CN=kube-apiserver", server=True, ips=apiserver_ips)
+        bind = "0.0.0.0" if apiserver_ips else "127.0.0.1"
         self.admin_cert = self.pki.issue("admin", "/CN=cluster-admin/O=system:masters")
         sa_key, sa_pub = self.pki.service_account_keys()
         self.server = f"https://127.0.0.1:{api_port}"
         self._start("kube-apiserver", [
-            "--etcd-servers", etcd_url, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+            "--etcd-servers", etcd_url, "--bind-address", bind, "--advertise-address", "127.0.0.1",
             "--secure-port", str(api_port),
             "--tls-cert-file", serving[0], "--tls-private-key-file", serving[1],
             "--client-ca-file", self.pki.ca_cert,
