@@ -103,13 +103,14 @@ def minute_rows(streams, samples, t0, minutes):
         lo, hi = t0 + 60 * m, t0 + 60 * (m + 1)
         waits, created, bound = [], 0, 0
         for stream in streams:
-            burst = stream.burst
-            for name, at in burst.created.items():
+            # Copies: the streams' threads go on adding while this reads.
+            created_at, bound_at = dict(stream.burst.created), dict(stream.burst.bound)
+            for name, at in created_at.items():
                 if lo <= at < hi:
                     created += 1
-                    if name in burst.bound:
+                    if name in bound_at:
                         bound += 1
-                        waits.append(burst.bound[name] - at)
+                        waits.append(bound_at[name] - at)
         waits.sort()
         sample = next((s for s in samples if s["minute"] == m + 1), {})
         rows.append({"minute": m + 1, "created": created, "bound": bound,
@@ -123,7 +124,7 @@ def metadata_problems(cluster, streams):
     """Pods bound without what their settings write, read at binding from the watch."""
     problems = []
     for (namespace, _, expect), stream in zip(SETUPS, streams):
-        for name, pod in stream.burst.placed.items():
+        for name, pod in dict(stream.burst.placed).items():
             node = cluster.nodes.get(pod["spec"]["nodeName"])
             want_a, want_l = expect(pod, node)
             found = cluster_test.metadata_problems(pod, want_a, want_l)
