@@ -11,7 +11,7 @@ SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
 # Publishing coordinates: release.env (see there).
-.PHONY: sync-release-info all demo test fault-test-part1 fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test ha-test soak kubelet-test cluster-bench differential k8s-patch-tables kyverno-judge kyverno-judge-in-test
+.PHONY: sync-release-info all demo test fault-test-part1 fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test ha-test soak signature-test kubelet-test cluster-bench differential k8s-patch-tables kyverno-judge kyverno-judge-in-test
 
 all: policy.wasm
 
@@ -58,7 +58,7 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 demo: policy.wasm
 	$(CARGO) run --quiet -p policy-host --profile demo --bin demo -- policy.wasm test_data/binding.json test_data/node-1.json '{}'
 
-test: fmt-check lint workflow-lint unit-tests k8s-patch-tables e2e-tests oci-test fault-test-part1 differential cluster-test ha-test kubelet-test kyverno-judge-in-test
+test: fmt-check lint workflow-lint unit-tests k8s-patch-tables e2e-tests oci-test signature-test fault-test-part1 differential cluster-test ha-test kubelet-test kyverno-judge-in-test
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -168,6 +168,17 @@ kubelet-test:
 	if [ "$$(id -u)" != 0 ]; then echo "kubelet test: SKIPPED (containerd and kubelet need root)"; exit 0; fi; \
 	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm && \
 	python3 e2e-tests/cluster/kubelet_test.py --policy annotated-policy.wasm $(KUBELET_ARGS)
+
+# The module signed with cosign (built from the Go module proxy,
+# e2e-tests/signature/build.sh) and a key made for the test, pushed to
+# docker-registry on loopback; kwctl verify and policy-server's verification
+# config take the signed module and refuse an unsigned one and one altered
+# after signing, offline (e2e-tests/signature/signature_test.py).
+signature-test:
+	@for tool in go kwctl policy-server docker-registry; do command -v $$tool >/dev/null || { \
+		echo "signature test: SKIPPED ($$tool is not on PATH)"; exit 0; }; done; \
+	$(MAKE) --no-print-directory annotated-policy.wasm && \
+	python3 e2e-tests/signature/signature_test.py annotated-policy.wasm
 
 # Two policy-server replicas on test hosts of their own (network namespaces)
 # behind the Service the webhook names, during bursts of 1,000 Pods: each

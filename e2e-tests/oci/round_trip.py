@@ -21,13 +21,14 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "load"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import registry  # noqa: E402
 
 REPOSITORY = "policies/node-metadata-policy"
 TAG = "round-trip"
@@ -38,18 +39,10 @@ def sha256(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def kwctl(env, *args, timeout=120):
-    """kwctl's stdout; raises with its stderr when it fails."""
-    out = subprocess.run(["kwctl", *args], capture_output=True, text=True, env=env, timeout=timeout)
-    if out.returncode != 0:
-        raise RuntimeError(f"kwctl {' '.join(args)} exited {out.returncode}: {out.stderr[-2000:]}")
-    return out.stdout
-
-
-def manifest_digest(registry, reference):
+def manifest_digest(registry_url, reference):
     """The digest the registry itself gives the manifest (HEAD, as an OCI client asks)."""
     req = urllib.request.Request(
-        f"{registry}/v2/{REPOSITORY}/manifests/{reference}", method="HEAD",
+        f"{registry_url}/v2/{REPOSITORY}/manifests/{reference}", method="HEAD",
         headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})
     with urllib.request.urlopen(req, timeout=10) as resp:
         return resp.headers["Docker-Content-Digest"]
@@ -110,48 +103,29 @@ def main():
     work = tempfile.mkdtemp(prefix="node-metadata-oci-")
     processes = []
     try:
-        port = harness.free_port()
-        registry = f"http://127.0.0.1:{port}"
-        config = os.path.join(work, "registry.yml")
-        with open(config, "w") as f:
-            f.write(f"""version: 0.1
-log: {{level: error, accesslog: {{disabled: true}}}}
-storage: {{filesystem: {{rootdirectory: {work}/registry}}}}
-http: {{addr: "127.0.0.1:{port}"}}
-""")
-        reg_log = open(os.path.join(work, "registry.log"), "w")
-        processes.append(subprocess.Popen(["docker-registry", "serve", config], stdout=reg_log, stderr=reg_log))
-        if not harness.wait_for(f"{registry}/v2/", 20, processes[-1]):
+        reg = registry.Registry(work, processes)
+        if not reg.start():
             print("OCI round trip: docker-registry did not start; its log:")
-            print(open(os.path.join(work, "registry.log")).read()[-2000:])
+            print(open(reg.log).read()[-2000:])
             return 1
-
-        # Plain HTTP on loopback: the registry is listed as insecure.
-        sources = os.path.join(work, "sources.yml")
-        with open(sources, "w") as f:
-            f.write(f'insecure_sources: ["127.0.0.1:{port}"]\n')
-        # kwctl keeps a policy store under the XDG directories: a fresh one
-        # here, so nothing from an earlier pull can answer for the registry.
-        env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
-        env.update({f"XDG_{d}_HOME": os.path.join(work, "xdg", d.lower()) for d in ("CACHE", "DATA", "CONFIG")})
-        env.update({"NO_PROXY": "127.0.0.1,localhost", "RUST_BACKTRACE": "0"})
+        port, sources = reg.port, reg.sources
         uri = f"registry://127.0.0.1:{port}/{REPOSITORY}:{TAG}"
 
         print(f"OCI round trip through docker-registry on 127.0.0.1:{port}")
         ok = True
-        pushed = json.loads(kwctl(env, "push", "--sources-path", sources, "-o", "json", module, uri))
+        pushed = json.loads(reg.kwctl("push", "--sources-path", sources, "-o", "json", module, uri))
         pushed_digest = pushed["immutable_ref"].rsplit("@", 1)[1]
-        ok &= check(pushed_digest == manifest_digest(registry, TAG),
+        ok &= check(pushed_digest == manifest_digest(reg.url, TAG),
                     f"kwctl push: manifest {pushed_digest} is the registry's")
         pulled = os.path.join(work, "pulled.wasm")
-        kwctl(env, "pull", "--sources-path", sources, "-o", pulled, uri)
+        reg.kwctl("pull", "--sources-path", sources, "-o", pulled, uri)
         ok &= check(sha256(pulled) == sha256(module), f"kwctl pull: same bytes (sha256 {sha256(module)[:16]}...)")
-        digest = kwctl(env, "digest", "--sources-path", sources, uri).strip()
+        digest = reg.kwctl("digest", "--sources-path", sources, uri).strip()
         ok &= check(digest.endswith("@" + pushed_digest), f"kwctl digest: {digest.rsplit('@', 1)[-1]}")
 
         # inspect reads kwctl's store, which a pull without -o fills.
-        kwctl(env, "pull", "--sources-path", sources, uri)
-        inspect = kwctl(env, "inspect", uri)
+        reg.kwctl("pull", "--sources-path", sources, uri)
+        inspect = reg.kwctl("inspect", uri)
         wanted = ["mutating:                     true", "context aware:                true",
                   "pods/binding", "kind: Node", "io.kubewarden.policy.version"]
         ok &= check(all(w in inspect for w in wanted), "kwctl inspect: mutating, context aware, pods/binding, "
@@ -162,7 +136,7 @@ http: {{addr: "127.0.0.1:{port}"}}
         # examples/cluster-admission-policy.yaml: rules, mutating,
         # contextAwareResources), the module line aside.
         def scaffold(source):
-            text = kwctl(env, "scaffold", "manifest", "--sources-path", sources, "--type",
+            text = reg.kwctl("scaffold", "manifest", "--sources-path", sources, "--type",
                          "ClusterAdmissionPolicy", "--allow-context-aware", source)
             return "\n".join(line for line in text.splitlines() if not line.strip().startswith("module:"))
         from_registry, from_file = scaffold(uri), scaffold(module)
@@ -186,7 +160,7 @@ http: {{addr: "127.0.0.1:{port}"}}
                 manifest = os.path.join(work, f"{name}-{i}.yaml")
                 with open(manifest, "w") as f:
                     f.write(re.sub(r"(?m)^(\s*module:).*$", rf"\1 {uri}", doc))
-                run = json.loads(kwctl(env, "run", "--sources-path", sources, "--allow-context-aware",
+                run = json.loads(reg.kwctl("run", "--sources-path", sources, "--allow-context-aware",
                                        "--replay-host-capabilities-interactions",
                                        harness.data("sessions/node-1.yml"),
                                        "--request-path", harness.data("binding.json"), manifest))
@@ -199,7 +173,7 @@ http: {{addr: "127.0.0.1:{port}"}}
         pod = os.path.join(work, "pod.json")
         with open(pod, "w") as f:
             json.dump(pod_request(image), f)
-        run = json.loads(kwctl(env, "run", "--sources-path", sources, "--settings-json",
+        run = json.loads(reg.kwctl("run", "--sources-path", sources, "--settings-json",
                                json.dumps(resolve_to_digest_policy()), "--request-path", pod, module))
         ok &= check(run.get("allowed") is True and image_patch(run.get("patch")) == pinned,
                     f"imageRegistry through kwctl: {image} pinned to the registry's digest ({pinned[-71:]})")
