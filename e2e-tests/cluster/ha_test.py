@@ -35,6 +35,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -104,6 +105,10 @@ class Replicas:
         self.members = []  # dicts: server, ready, terminating, next_probe
         self.next_host = 0
         self.lock = threading.Lock()
+        # One write of the EndpointSlice at a time, each from the state when it
+        # starts: the probing thread and a rolling update both publish, and an
+        # older state written last would stay until the next change.
+        self.publishing = threading.Lock()
         self.stopping = threading.Event()
         self.kubeconfig = control_plane.kubeconfig(
             os.path.join(cluster.work, "replica.kubeconfig"),
@@ -122,7 +127,8 @@ class Replicas:
         ready in the EndpointSlice."""
         host = self.network.host(self.next_host)
         self.next_host += 1
-        names = [f"{SERVICE}.{kubewarden.KUBEWARDEN_NAMESPACE}.svc", f"{SERVICE}.{kubewarden.KUBEWARDEN_NAMESPACE}.svc.cluster.local"]
+        service = f"{SERVICE}.{kubewarden.KUBEWARDEN_NAMESPACE}.svc"
+        names = [service, f"{service}.cluster.local"]
         server = kubewarden.PolicyServer(self.cluster.work, self.cluster.plane.pki, self.kubeconfig, workers=WORKERS,
                                          host=host, name=f"replica-{host.address.rsplit('.', 1)[1]}", dns=names)
         server.start(self.policies, wait=False)
@@ -148,6 +154,10 @@ class Replicas:
 
     def publish(self):
         """The EndpointSlice as it stands (a failed write is tried again on the next tick)."""
+        with self.publishing:
+            return self._publish()
+
+    def _publish(self):
         with self.lock:
             endpoints = [{"addresses": [m["server"].address],
                           "conditions": {"ready": m["ready"] and not m["terminating"],
@@ -209,7 +219,7 @@ class Replicas:
         try:
             server.process.wait(timeout=GRACE_PERIOD)
             self.timeline.note(f"{server.name} exited ({server.process.returncode})")
-        except Exception:
+        except subprocess.TimeoutExpired:
             server.process.kill()
             self.timeline.note(f"{server.name} SIGKILL after the grace period")
         with self.lock:
@@ -282,6 +292,7 @@ class Burst:
                                     "&allowWatchBookmarks=true")
                 resp = conn.getresponse()
                 if resp.status != 200:
+                    conn.close()
                     version = None
                     continue
                 for event in clusters.watch_events(resp, self.stop):
@@ -304,8 +315,8 @@ class Burst:
 
     def run(self, fault, settle=120):
         """Plays `fault()` during the burst; returns once every Pod created is
-        bound, or `settle` seconds after the last was created."""
-        self.cluster.ensure_namespace(self.namespace)
+        bound, or `settle` seconds after the last was created. The namespace
+        exists already."""
         watcher = threading.Thread(target=self.watch, daemon=True)
         watcher.start()
         creator = threading.Thread(target=self.create_all, daemon=True)
