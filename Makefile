@@ -11,7 +11,7 @@ SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 HOST := $(CARGO) run --quiet -p policy-host --profile host --bin
 
 # Publishing coordinates: release.env (see there).
-.PHONY: sync-release-info all demo test fault-test-part1 fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test ha-test soak signature-test kubelet-test cluster-bench differential k8s-patch-tables kyverno-judge kyverno-judge-in-test
+.PHONY: sync-release-info all demo test fault-test-part1 fmt-check lint workflow-lint unit-tests e2e-tests bats bench fuzz clean wasm-target kyverno-conformance load-test oci-test fault-test many-nodes long-run cluster-bin cluster-test ha-test ha-test-in-test soak signature-test kubelet-test kubewarden-test cluster-bench differential k8s-patch-tables kyverno-judge kyverno-judge-in-test
 
 all: policy.wasm
 
@@ -58,7 +58,7 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 demo: policy.wasm
 	$(CARGO) run --quiet -p policy-host --profile demo --bin demo -- policy.wasm test_data/binding.json test_data/node-1.json '{}'
 
-test: fmt-check lint workflow-lint unit-tests k8s-patch-tables e2e-tests oci-test signature-test fault-test-part1 differential cluster-test ha-test kubelet-test kyverno-judge-in-test
+test: fmt-check lint workflow-lint unit-tests k8s-patch-tables e2e-tests oci-test signature-test fault-test-part1 differential cluster-test ha-test-in-test kubelet-test kubewarden-test kyverno-judge-in-test
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -179,6 +179,25 @@ signature-test:
 		echo "signature test: SKIPPED ($$tool is not on PATH)"; exit 0; }; done; \
 	$(MAKE) --no-print-directory annotated-policy.wasm && \
 	python3 e2e-tests/signature/signature_test.py annotated-policy.wasm
+
+# The policy installed as a user installs it: kubewarden-controller v1.35.0
+# (built from a git copy of its repository, e2e-tests/kubewarden/) as a Pod,
+# with the Helm charts' CRDs, RBAC and webhooks; policy-server as the Pods of
+# a PolicyServer; a kubelet with Debian's CNI bridge plugin and kube-proxy;
+# the signed module pulled from a registry; README's Quick start run line by
+# line (e2e-tests/cluster/kubewarden_test.py). Needs root; SKIPPED otherwise,
+# or without the tools or the git copy. KUBEWARDEN_ARGS: e.g. --keep.
+kubewarden-test:
+	@if ! command -v go >/dev/null || ! command -v kwctl >/dev/null || ! command -v policy-server >/dev/null; then \
+		echo "kubewarden test: SKIPPED (go, kwctl and policy-server are needed on PATH)"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "kubewarden test: SKIPPED (containerd, kubelet and kube-proxy need root)"; exit 0; fi; \
+	$(MAKE) --no-print-directory cluster-bin annotated-policy.wasm && \
+	python3 e2e-tests/cluster/kubewarden_test.py --policy annotated-policy.wasm $(KUBEWARDEN_ARGS)
+
+# make test runs the recommended pair (webhook Fail, policy Ignore) and the
+# first example's (Ignore, Ignore) of make ha-test; make ha-test runs all four.
+ha-test-in-test:
+	@$(MAKE) --no-print-directory ha-test HA_ARGS="--pairs Fail/Ignore,Ignore/Ignore $(HA_ARGS)"
 
 # Two policy-server replicas on test hosts of their own (network namespaces)
 # behind the Service the webhook names, during bursts of 1,000 Pods: each

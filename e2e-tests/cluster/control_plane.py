@@ -250,10 +250,11 @@ class ControlPlane:
     def log_tail(self, name, lines=30):
         return tail(self.logs.get(name, ""), lines)
 
-    def start(self, scheduler_qps=None, apiserver_args=(), apiserver_ips=()):
+    def start(self, scheduler_qps=None, apiserver_args=(), apiserver_ips=(), kubelets=False):
         """`apiserver_ips`: addresses of this machine test hosts reach
         kube-apiserver at (it then listens on every address, with those in its
-        certificate)."""
+        certificate); `kubelets`: real kubelets keep their Nodes' leases, so
+        the node-lifecycle controller runs (it lifts the not-ready taint)."""
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         etcd_url = f"http://127.0.0.1:{etcd_port}"
         self._start("etcd", [
@@ -278,13 +279,16 @@ class ControlPlane:
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", sa_pub, "--service-account-signing-key-file", sa_key,
             "--service-cluster-ip-range", "10.96.0.0/16",
-            "--authorization-mode", "RBAC",
+            # As a production control plane: kubelets (where a test runs them)
+            # are held to their own Node and its Pods.
+            "--authorization-mode", "Node,RBAC",
             # The `kubernetes` Service's endpoints would have to name a
             # non-loopback address; nothing here reaches the API server through it.
             "--endpoint-reconciler-type", "none",
             # Both are on by default in 1.37; named so that the run says what it relies on.
             "--feature-gates", "PodTopologyLabelsAdmission=true",
-            "--enable-admission-plugins", "PodTopologyLabels,MutatingAdmissionPolicy,MutatingAdmissionWebhook",
+            "--enable-admission-plugins",
+            "NodeRestriction,PodTopologyLabels,MutatingAdmissionPolicy,MutatingAdmissionWebhook",
             "--profiling=false", "--v=1", *apiserver_args])
         self.admin = Client(self.server, self.pki.ca_cert, cert=self.admin_cert)
         self._wait(lambda: self.admin.get("/readyz") == "ok", "kube-apiserver", 120)
@@ -313,9 +317,9 @@ class ControlPlane:
         self._start("kube-controller-manager", [
             "--kubeconfig", kcm_config, "--leader-elect=false",
             "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
-            # No kubelet renews Node leases here: the node-lifecycle controller
-            # would mark every Node unreachable and taint it.
-            "--controllers", "*,-node-lifecycle-controller",
+            # Without kubelets no one renews Node leases: the node-lifecycle
+            # controller would mark every Node unreachable and taint it.
+            "--controllers", "*" if kubelets else "*,-node-lifecycle-controller",
             "--service-account-private-key-file", sa_key, "--root-ca-file", self.pki.ca_cert,
             "--use-service-account-credentials=true", "--v=1"])
         # The service-account controller gives each namespace its `default`

@@ -6,13 +6,17 @@ here (oci_image.py: busybox-static, imported with `ctr`, no registry). A Pod
 whose container echoes its zone from the downward API
 (`metadata.annotations['topology.kubernetes.io/zone']`, which only the policy
 writes) runs there, and its log is read through the API server, which reaches
-the kubelet on the host's own IPv4 address (kubelet refuses a loopback one).
+the kubelet at a test host's address: kubelet runs in a network namespace of
+its own on a bridge the test makes (test_hosts.py; kubelet refuses a loopback
+address). As in production, kube-apiserver authorizes kubelet with the Node
+authorizer and NodeRestriction, and kubelet authorizes the API server's
+requests (logs) through the API server (Webhook mode).
 
 Everything started is stopped on exit, failure and Ctrl-C: containers,
 containerd's shims, mounts and cgroups left by the run are removed too (not
 when this process is killed with SIGKILL: containerd and kubelet die with it,
 the shims and their containers stay). SKIPPED (exit 0) when not root, or when
-go, containerd, runc, ctr, busybox-static, policy-server or openssl is missing.
+go, containerd, runc, ctr, busybox-static, policy-server, openssl, ip or nsenter is missing.
 """
 import argparse
 import json
@@ -32,6 +36,7 @@ import cluster as clusters  # noqa: E402
 import control_plane  # noqa: E402
 import kubewarden  # noqa: E402
 import oci_image  # noqa: E402
+import test_hosts  # noqa: E402
 from control_plane import free_port  # noqa: E402
 from nodes import REGION, ZONE  # noqa: E402
 
@@ -45,6 +50,7 @@ CGROUP_ROOT = "/sys/fs/cgroup"
 # containerd 1.6's shim sockets (/run/containerd/s). Removed after the run
 # when it made them.
 FIXED_FOLDERS = ("/var/lib/kubelet", "/run/containerd")
+CNI_PLUGINS = "/usr/lib/cni"  # Debian's containernetworking-plugins
 
 
 def cgroups():
@@ -58,15 +64,6 @@ def cgroups():
     return found
 
 
-def host_ip():
-    """The first global IPv4 address: kubelet refuses a loopback node IP
-    ("failed to validate nodeIP: nodeIP can't be loopback address") and then
-    publishes no address, so the API server could not reach it for logs."""
-    out = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"], stdout=subprocess.PIPE,
-                         text=True).stdout.split()
-    return out[out.index("inet") + 1].split("/")[0] if "inet" in out else None
-
-
 def mounts_under(folder):
     with open("/proc/self/mountinfo") as f:
         points = [line.split()[4] for line in f]
@@ -77,7 +74,15 @@ class Node:
     """containerd and kubelet in `work`, registering the Node NODE with the
     API server as system:node:NODE."""
 
-    def __init__(self, work, plane):
+    def __init__(self, work, plane, ip, netns=None, apiserver_host=None, cni_network=None, images=(),
+                 kubelet_config=None):
+        """`ip`: the Node's address (kubelet refuses a loopback one), in the
+        network namespace `netns` (a test host's, where kubelet then runs) or
+        on this machine; `apiserver_host`: where kubelet reaches the API
+        server from there; `cni_network`: a CNI network configuration list
+        (Debian's plugins run it) instead of the host's network for every
+        Pod; `images`: more (name, image archive) to import; `kubelet_config`:
+        more KubeletConfiguration fields."""
         self.work = work
         self.plane = plane
         self.processes = []
@@ -88,16 +93,21 @@ class Node:
         self.new_folders = [d for d in FIXED_FOLDERS if not os.path.exists(d)]
         pki = plane.pki
         self.client_cert = pki.issue("kubelet", f"/CN=system:node:{NODE}/O=system:nodes")
-        self.ip = host_ip()
+        self.ip = ip
+        self.netns = netns
+        self.apiserver_host = apiserver_host
+        self.cni_network = cni_network
+        self.images = images
+        self.kubelet_config = kubelet_config or {}
         self.serving_cert = pki.issue("kubelet-serving", f"/CN={NODE}", server=True, ips=[self.ip])
         self.apiserver_client = pki.issue("apiserver-kubelet-client", "/CN=kube-apiserver-kubelet-client")
 
     def apiserver_args(self):
-        """What kube-apiserver needs for this Node: the Node authorizer for the
-        kubelet's identity, and a verified connection to the kubelet (logs)."""
-        # A list flag: Node is added to the control plane's RBAC.
-        return ["--authorization-mode=Node",
-                "--kubelet-client-certificate", self.apiserver_client[0],
+        """What kube-apiserver needs for this Node: a verified connection to
+        the kubelet (logs), as the client the kubelet asks it to authorize.
+        (The control plane runs the Node authorizer and NodeRestriction for
+        the kubelet's own identity.)"""
+        return ["--kubelet-client-certificate", self.apiserver_client[0],
                 "--kubelet-client-key", self.apiserver_client[1],
                 "--kubelet-certificate-authority", self.plane.pki.ca_cert,
                 "--kubelet-preferred-address-types", "InternalIP"]
@@ -108,6 +118,7 @@ class Node:
         log = open(log_path, "w")
         proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                                 preexec_fn=control_plane.die_with_parent)
+        proc.name = name
         self.processes.append(proc)
         return proc
 
@@ -140,19 +151,37 @@ state = "{state}/state"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         Root = "{self.work}/runc"
-  # No CNI plugin: the Pod uses the host's network.
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "{self.work}/cni/bin"
+    bin_dir = "{CNI_PLUGINS if self.cni_network else self.work + '/cni/bin'}"
     conf_dir = "{self.work}/cni/net.d"
 """)
+        if self.cni_network:
+            os.makedirs(os.path.join(self.work, "cni", "net.d"), exist_ok=True)
+            with open(os.path.join(self.work, "cni", "net.d", "10-pods.conflist"), "w") as f:
+                json.dump(self.cni_network, f)
         self.containerd = self._start("containerd", ["containerd", "--config", config])
         self.wait(lambda: os.path.exists(self.socket) and self.ctr("version"), "containerd", 30)
         for name, command in ((IMAGE, ["/bin/sh"]), (PAUSE, ["/bin/sleep", "2147483647"])):
             archive = oci_image.write(os.path.join(self.work, name.split("/")[-1] + ".tar"), name, command)
             self.ctr("images", "import", archive)
+        for name, archive in self.images:
+            self.ctr("images", "import", archive)
+
+    def grant_apiserver(self):
+        """RBAC for the API server's client of the kubelet (logs, exec):
+        Kubernetes' own role for it, bound as kubeadm binds it."""
+        self.plane.admin.apply({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "kube-apiserver-kubelet-client"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "system:kubelet-api-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                          "name": "kube-apiserver-kubelet-client"}]})
 
     def start_kubelet(self):
-        kubeconfig = control_plane.kubeconfig(os.path.join(self.work, "kubelet.kubeconfig"), self.plane.server,
+        self.grant_apiserver()
+        server = self.plane.server.replace("127.0.0.1", self.apiserver_host or "127.0.0.1")
+        kubeconfig = control_plane.kubeconfig(os.path.join(self.work, "kubelet.kubeconfig"), server,
                                               self.plane.pki.ca_cert, cert=self.client_cert)
         root = os.path.join(self.work, "kubelet")
         self.port = free_port()
@@ -164,19 +193,23 @@ state = "{state}/state"
             "address": self.ip, "port": self.port, "readOnlyPort": 0,
             "healthzBindAddress": "127.0.0.1", "healthzPort": free_port(),
             "tlsCertFile": self.serving_cert[0], "tlsPrivateKeyFile": self.serving_cert[1],
-            # Only the API server's client certificate (this run's CA) reaches it.
+            # Clients with this run's certificates or a token; each request
+            # authorized by the API server (SubjectAccessReview), as in production.
             "authentication": {"x509": {"clientCAFile": self.plane.pki.ca_cert},
-                               "anonymous": {"enabled": False}, "webhook": {"enabled": False}},
-            "authorization": {"mode": "AlwaysAllow"},
+                               "anonymous": {"enabled": False}, "webhook": {"enabled": True}},
+            "authorization": {"mode": "Webhook"},
             "failSwapOn": False,
             "podLogsDir": os.path.join(self.work, "pod-logs"),
             "volumePluginDir": os.path.join(self.work, "volume-plugins"),
+            **self.kubelet_config,
         }
         config_path = os.path.join(self.work, "kubelet.yaml")
         with open(config_path, "w") as f:
             json.dump(config, f)
+        # In a test host's network namespace only: same mounts, same cgroups.
+        netns = ["nsenter", f"--net=/run/netns/{self.netns}"] if self.netns else []
         self.kubelet = self._start("kubelet", [
-            self.plane.binary("kubelet"), "--config", config_path, "--kubeconfig", kubeconfig,
+            *netns, self.plane.binary("kubelet"), "--config", config_path, "--kubeconfig", kubeconfig,
             "--root-dir", root, "--hostname-override", NODE, "--node-ip", self.ip,
             "--node-labels", f"{ZONE}={NODE_ZONE},{REGION}={NODE_REGION}", "--v=1"])
 
@@ -187,7 +220,7 @@ state = "{state}/state"
         while time.time() < deadline:
             for p in self.processes:
                 if p.poll() is not None:
-                    raise RuntimeError(f"{p.args[0]} exited with {p.returncode}:\n{self.log_tail(p.args[0])}")
+                    raise RuntimeError(f"{p.name} exited with {p.returncode}:\n{self.log_tail(p.name)}")
             try:
                 if ready():
                     return
@@ -308,17 +341,21 @@ def main():
                if not shutil.which(tool)]
     if not os.path.exists(oci_image.BUSYBOX):
         missing.append("busybox-static")
+    missing += [tool for tool in ("ip", "nsenter") if not shutil.which(tool)]
     why = f"{', '.join(missing)} missing" if missing else "needs root" if os.geteuid() != 0 else \
-        "no IPv4 address but loopback, which kubelet refuses" if not host_ip() else \
         f"{args.policy} missing (needs kwctl)" if not os.path.exists(args.policy) else None
     if why:
         print(f"kubelet test: SKIPPED ({why})")
         return 0
     started = time.time()
     work = tempfile.mkdtemp(prefix="kubelet-test-")
+    # The Node's address: a test host's (a network namespace on a bridge of
+    # this machine), where kubelet runs; kube-apiserver is reached at the bridge.
+    network = test_hosts.TestNetwork().open()
+    host = network.host(1)
     # No fixture Nodes: the kubelet's Node is the only one, so the scheduler picks it.
-    cluster = clusters.Cluster(work, node_list=[])
-    node = Node(work, cluster.plane)
+    cluster = clusters.Cluster(work, node_list=[], apiserver_ips=(network.gateway,))
+    node = Node(work, cluster.plane, host.address, netns=host.namespace, apiserver_host=network.gateway)
     cluster.apiserver_args = node.apiserver_args()
     ok = False
     # Ctrl-C and SIGTERM stop every process through the finally below.
@@ -334,6 +371,7 @@ def main():
     finally:
         node.stop()
         cluster.finish(args.keep)
+        network.close()
     print(f"kubelet-test: {'passed' if ok else 'FAILED'} in {time.time() - started:.1f} s")
     return 0 if ok else 1
 

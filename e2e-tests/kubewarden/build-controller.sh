@@ -6,12 +6,15 @@
 # folder holding `controller` and the chart's CRDs (`crds/`). Nothing of its
 # source is kept in this repository.
 #
-# KUBEWARDEN_CONTROLLER_GIT: the git copy (default: ../.mirror/kubewarden+kubewarden-controller/repo
-# beside the project, where the session tools fetch it). Exits 3 when there is none.
+# KUBEWARDEN_CONTROLLER_GIT: the git copy (default: .mirror/kubewarden+kubewarden-controller/repo
+# beside the project's folder, or in /work, where the session tools fetch it). Exits 3 when there
+# is none.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 tag=v1.35.0
-repo="${KUBEWARDEN_CONTROLLER_GIT:-$here/../../../.mirror/kubewarden+kubewarden-controller/repo}"
+mirror=.mirror/kubewarden+kubewarden-controller/repo
+repo="${KUBEWARDEN_CONTROLLER_GIT:-$here/../../../$mirror}"
+[ -n "${KUBEWARDEN_CONTROLLER_GIT:-}" ] || [ -d "$repo" ] || repo="/work/$mirror"
 if ! git -C "$repo" rev-parse -q --verify "refs/tags/$tag" >/dev/null 2>&1; then
   echo "no git copy of kubewarden/kubewarden-controller with tag $tag at $repo (set KUBEWARDEN_CONTROLLER_GIT)" >&2
   exit 3

@@ -12,17 +12,18 @@ import harness  # noqa: E402
 
 
 class Registry:
-    def __init__(self, work, processes):
+    def __init__(self, work, processes, address="127.0.0.1"):
+        """`address`: where it listens (loopback unless Pods must reach it)."""
         self.work = work
         self.processes = processes
         self.port = harness.free_port()
-        self.host = f"127.0.0.1:{self.port}"
+        self.host = f"{address}:{self.port}"
         self.url = f"http://{self.host}"
         self.log = os.path.join(work, "registry.log")
         self.sources = os.path.join(work, "sources.yml")
         self.env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
         self.env.update({f"XDG_{d}_HOME": os.path.join(work, "xdg", d.lower()) for d in ("CACHE", "DATA", "CONFIG")})
-        self.env.update({"NO_PROXY": "127.0.0.1,localhost", "RUST_BACKTRACE": "0"})
+        self.env.update({"NO_PROXY": f"127.0.0.1,localhost,{address}", "RUST_BACKTRACE": "0"})
 
     def start(self):
         """True once the registry answers; its log is at `self.log` otherwise."""

@@ -97,6 +97,31 @@ def variant(module, work, label):
     return path
 
 
+class Signer:
+    """cosign with a key pair made for the run (cosign.key, cosign.pub in `work`)."""
+
+    def __init__(self, cosign, reg, work):
+        self.cosign, self.work = cosign, work
+        self.env = dict(reg.env, COSIGN_PASSWORD="")
+        made = self.run("generate-key-pair")
+        if made.returncode != 0:
+            raise RuntimeError(f"cosign generate-key-pair: {made.stderr[-1000:]}")
+        self.public_key = os.path.join(work, "cosign.pub")
+
+    def run(self, *args):
+        return subprocess.run([self.cosign, *args], capture_output=True, text=True, env=self.env, cwd=self.work,
+                              timeout=300)
+
+    def sign(self, reference):
+        """Signs `reference` (host/repository:tag) in the format kwctl and
+        policy-server read (not the new bundle format), with no transparency
+        log upload."""
+        signed = self.run("sign", "--yes", "--key", "cosign.key", "--tlog-upload=false", "--allow-insecure-registry",
+                          "--new-bundle-format=false", "--use-signing-config=false", reference)
+        if signed.returncode != 0:
+            raise RuntimeError(f"cosign sign {reference}: {signed.stderr[-1500:]}")
+
+
 class Run:
     def __init__(self):
         self.failed = 0
@@ -124,24 +149,11 @@ def main():
         if not reg.start():
             print(f"signature test: docker-registry did not start:\n{open(reg.log).read()[-2000:]}")
             return 1
-        env = dict(reg.env, COSIGN_PASSWORD="")
-
-        def cosign_run(*args):
-            return subprocess.run([cosign, *args], capture_output=True, text=True, env=env, cwd=work, timeout=300)
-
-        made = cosign_run("generate-key-pair")
-        if made.returncode != 0:
-            raise RuntimeError(f"cosign generate-key-pair: {made.stderr[-1000:]}")
+        signer = Signer(cosign, reg, work)
         print(f"{subprocess.run([cosign, 'version', '--json'], capture_output=True, text=True).stdout.strip()[:200]}")
 
         def sign(tag):
-            # The signature format kwctl and policy-server read (not the new
-            # bundle format), and no transparency log upload.
-            signed = cosign_run("sign", "--yes", "--key", "cosign.key", "--tlog-upload=false",
-                                "--allow-insecure-registry", "--new-bundle-format=false",
-                                "--use-signing-config=false", f"{reg.host}/{REPOSITORY}:{tag}")
-            if signed.returncode != 0:
-                raise RuntimeError(f"cosign sign {tag}: {signed.stderr[-1500:]}")
+            signer.sign(f"{reg.host}/{REPOSITORY}:{tag}")
 
         reg.kwctl("push", "--sources-path", reg.sources, module, reg.uri(REPOSITORY, "signed"))
         sign("signed")
@@ -154,7 +166,7 @@ def main():
 
         trust = trust_config(work)
         verification = verification_config(work, os.path.join(work, "cosign.pub"))
-        checked = cosign_run("verify", "--key", "cosign.pub", "--insecure-ignore-tlog=true",
+        checked = signer.run("verify", "--key", "cosign.pub", "--insecure-ignore-tlog=true",
                              "--allow-insecure-registry", f"{reg.host}/{REPOSITORY}:signed")
         run.case(checked.returncode == 0, "cosign verify: the signed module carries the key's signature",
                  checked.stderr[-500:])

@@ -33,6 +33,53 @@ fn crate_version() -> String {
         .to_string()
 }
 
+/// README's Quick start is what `make kubewarden-test` runs line by line
+/// (where it can run: root, Go, the controller's source); here, on every
+/// machine, its files exist and its policy and PolicyServer are the
+/// production example's.
+#[test]
+fn quick_start_applies_the_examples() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme
+        .split("## Quick start\n")
+        .nth(1)
+        .expect("README has a Quick start")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .expect("Quick start has a sh block")
+        .split("```")
+        .next()
+        .unwrap();
+    let applied: Vec<&str> = block
+        .lines()
+        .filter_map(|line| line.strip_prefix("kubectl apply -f "))
+        .collect();
+    assert_eq!(
+        applied,
+        [
+            "examples/rbac.yaml",
+            "examples/dedicated-policy-server.yaml",
+            "examples/pod-reading-node-metadata.yaml"
+        ],
+        "README's Quick start applies other files than make kubewarden-test expects"
+    );
+    for file in &applied {
+        assert!(root().join(file).exists(), "{file} is missing");
+    }
+    assert!(
+        block.contains("kubectl wait clusteradmissionpolicy/node-metadata")
+            && yaml_docs("examples/dedicated-policy-server.yaml")
+                .iter()
+                .any(|doc| doc["kind"] == "ClusterAdmissionPolicy"
+                    && doc["metadata"]["name"] == "node-metadata"),
+        "the Quick start waits for the policy examples/dedicated-policy-server.yaml defines"
+    );
+}
+
 #[test]
 fn versions_agree() {
     let version = crate_version();
@@ -386,13 +433,20 @@ fn every_copyable_manifest_is_complete_and_safe() {
         assert_failure_policy_is_safe(name, spec);
         // One recommended pair everywhere, the one `make fault-test`
         // measures as a whole (docs/operations.md, "Recommended setup").
-        for (field, recommended) in [("timeoutSeconds", 10), ("timeoutEvalSeconds", 15)] {
+        for (field, recommended) in [("timeoutSeconds", 10), ("timeoutEvalSeconds", 10)] {
             assert_eq!(
                 spec[field].as_u64(),
                 Some(recommended),
                 "{name}: {field}, expected the recommended {recommended}"
             );
         }
+        // kubewarden-controller's validating webhook refuses the policy
+        // otherwise ("timeoutEvalSeconds cannot be greater than
+        // timeoutSeconds"; make kubewarden-test applies the examples).
+        assert!(
+            spec["timeoutEvalSeconds"].as_u64() <= spec["timeoutSeconds"].as_u64(),
+            "{name}: timeoutEvalSeconds above timeoutSeconds is refused by kubewarden-controller"
+        );
         assert_eq!(
             spec["backgroundAudit"].as_bool(),
             Some(false),
@@ -584,6 +638,22 @@ fn manifests_agree_with_kwctl_scaffold() {
             );
         }
     }
+    // Artifact Hub's install text scaffolds with the flag used above (without
+    // it the manifest has no contextAwareResources, and every Binding is
+    // admitted without the metadata), after the RBAC grant.
+    let install = yaml("artifacthub-pkg.yml")["install"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let scaffold_line = install
+        .lines()
+        .find(|line| line.contains("kwctl scaffold manifest"))
+        .unwrap_or_default();
+    assert!(
+        scaffold_line.contains("--allow-context-aware")
+            && install.contains("kubectl apply -f rbac.yaml"),
+        "artifacthub-pkg.yml: the install text must apply rbac.yaml and scaffold with --allow-context-aware"
+    );
     let example = &yaml_docs("examples/cluster-admission-policy.yaml")[0]["spec"];
     for field in ["rules", "contextAwareResources"] {
         assert_eq!(
