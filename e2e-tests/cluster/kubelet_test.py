@@ -280,6 +280,23 @@ state = "{state}/state"
         return [pid for pid, ppid in parent.items() if ppid in shims] + shims
 
 
+def arguments(doc):
+    """The options of the tests that run a kubelet."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--policy", default=os.path.join(clusters.ROOT, "annotated-policy.wasm"))
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, configuration)")
+    return parser.parse_args()
+
+
+def why_not(policy, tools, files):
+    """Why a test that runs a kubelet cannot run here (None when it can):
+    `tools` on PATH, `files` ({package: path}), root, the module."""
+    missing = [tool for tool in tools if not shutil.which(tool)]
+    missing += [package for package, path in files.items() if not os.path.exists(path)]
+    return f"{', '.join(missing)} missing" if missing else "needs root" if os.geteuid() != 0 else \
+        f"{policy} missing (needs kwctl)" if not os.path.exists(policy) else None
+
+
 def zone_pod():
     """The Pod of the issue: its container echoes the annotation the policy
     writes, read through the downward API."""
@@ -333,17 +350,9 @@ def run(cluster, node, policy):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", default=os.path.join(clusters.ROOT, "annotated-policy.wasm"))
-    parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, configuration)")
-    args = parser.parse_args()
-    missing = [tool for tool in ("go", "containerd", "runc", "ctr", "policy-server", "openssl")
-               if not shutil.which(tool)]
-    if not os.path.exists(oci_image.BUSYBOX):
-        missing.append("busybox-static")
-    missing += [tool for tool in ("ip", "nsenter") if not shutil.which(tool)]
-    why = f"{', '.join(missing)} missing" if missing else "needs root" if os.geteuid() != 0 else \
-        f"{args.policy} missing (needs kwctl)" if not os.path.exists(args.policy) else None
+    args = arguments(__doc__)
+    why = why_not(args.policy, ("go", "containerd", "runc", "ctr", "policy-server", "openssl", "ip", "nsenter"),
+                  {"busybox-static": oci_image.BUSYBOX})
     if why:
         print(f"kubelet test: SKIPPED ({why})")
         return 0

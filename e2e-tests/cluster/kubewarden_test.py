@@ -29,7 +29,7 @@ policy refuses), each timed, with the Pods created meanwhile counted.
 SKIPPED (exit 0) when not root, when a tool is missing, or when there is no
 git copy of kubewarden/kubewarden-controller to build the controller from.
 """
-import argparse
+import base64
 import json
 import os
 import re
@@ -52,6 +52,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "signature"))
 import cluster as clusters  # noqa: E402
 import control_plane  # noqa: E402
 import kubelet_test  # noqa: E402
+import kubewarden  # noqa: E402
 import kubewarden_stack as stack  # noqa: E402
 import oci_image  # noqa: E402
 import registry as registries  # noqa: E402
@@ -286,17 +287,12 @@ def diagnose(kw):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", default=os.path.join(clusters.ROOT, "annotated-policy.wasm"))
-    parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, configuration)")
-    args = parser.parse_args()
-    tools = ("go", "containerd", "runc", "ctr", "policy-server", "kwctl", "docker-registry", "openssl", "nft", "ip")
-    missing = [tool for tool in tools if not shutil.which(tool)]
-    missing += [what for what, path in (("busybox-static", oci_image.BUSYBOX), ("ca-certificates", CA_CERTIFICATES),
-                                        ("containernetworking-plugins", f"{kubelet_test.CNI_PLUGINS}/bridge"))
-                if not os.path.exists(path)]
-    why = f"{', '.join(missing)} missing" if missing else "needs root" if os.geteuid() != 0 else \
-        f"{args.policy} missing (needs kwctl)" if not os.path.exists(args.policy) else None
+    args = kubelet_test.arguments(__doc__)
+    why = kubelet_test.why_not(
+        args.policy, ("go", "containerd", "runc", "ctr", "policy-server", "kwctl", "docker-registry", "openssl", "nft",
+                      "ip"),
+        {"busybox-static": oci_image.BUSYBOX, "ca-certificates": CA_CERTIFICATES,
+         "containernetworking-plugins": f"{kubelet_test.CNI_PLUGINS}/bridge"})
     if why:
         print(f"kubewarden test: SKIPPED ({why})")
         return 0
@@ -501,6 +497,36 @@ def change(kw, checks, zones, what, action, expect_refused, seconds=300):
     return without
 
 
+def stand_in_agrees(kw, checks, folder):
+    """kubewarden.py, which the other cluster tests use instead of the
+    controller, checked against what the controller wrote for the same
+    policy: the webhook's fields and the policies-file entry."""
+    with open(os.path.join(folder, "examples", "dedicated-policy-server.yaml")) as f:
+        policy = next(d for d in yaml.safe_load_all(f) if d and d["kind"] == "ClusterAdmissionPolicy")
+    ca = kw.admin.get(f"/api/v1/namespaces/{stack.NAMESPACE}/secrets/kubewarden-ca")["data"]["ca.crt"]
+    ours = kubewarden.mutating_webhook_configuration(policy, None, base64.b64decode(ca),
+                                                     service=f"policy-server-{POLICY}")
+    real = kw.admin.get(f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+                        f"{kubewarden.unique_name(policy)}")
+    differences = []
+    for field, value in ours["webhooks"][0].items():
+        theirs = real["webhooks"][0].get(field)
+        if field == "rules":  # the API server adds each rule's default scope
+            theirs = [{k: v for k, v in rule.items() if k != "scope"} for rule in theirs or []]
+        if theirs != value:
+            differences.append(f"webhook {field}: controller {json.dumps(theirs)}, kubewarden.py {json.dumps(value)}")
+    config = kw.admin.get(f"/api/v1/namespaces/{stack.NAMESPACE}/configmaps/policy-server-{POLICY}")
+    theirs = json.loads(config["data"]["policies.yml"]).get(kubewarden.unique_name(policy), {})
+    entry = kubewarden.policies_entry(policy, "module.wasm")
+    entry["module"] = policy["spec"]["module"]
+    for field in sorted(set(entry) | set(theirs)):
+        if entry.get(field) != theirs.get(field):
+            differences.append(f"policies.yml {field}: controller {json.dumps(theirs.get(field))}, "
+                               f"kubewarden.py {json.dumps(entry.get(field))}")
+    checks.case(not differences, "kubewarden.py (the other cluster tests' stand-in) writes the webhook and the "
+                "policies-file entry the controller wrote", "; ".join(differences)[:1500])
+
+
 def run(kw, checks, module):
     kw.start()
     install_kubewarden(kw)
@@ -532,6 +558,7 @@ def run(kw, checks, module):
                 f"the webhook kubewarden-controller wrote calls Service {service.get('namespace')}/"
                 f"{service.get('name')}, path {service.get('path')}", json.dumps(webhook)[:800])
 
+    stand_in_agrees(kw, checks, folder)
     zones = register_far_nodes(kw)
     kw.kubectl("create", "namespace", BURST_NAMESPACE)
     clusters.wait_until(lambda: kw.admin.exists(f"/api/v1/namespaces/{BURST_NAMESPACE}/serviceaccounts/default"),
