@@ -120,10 +120,7 @@ class Cluster:
         except control_plane.ApiError as e:
             if e.status != 409:
                 raise
-        # The ServiceAccount admission plugin refuses Pods until the
-        # service-account controller has made the namespace's `default`.
-        wait_until(lambda: self.admin.exists(f"/api/v1/namespaces/{name}/serviceaccounts/default"), 60,
-                   f"ServiceAccount default in {name}")
+        wait_default_service_account(self.admin, name)
 
     def install_webhooks(self, policies):
         for policy in policies:
@@ -166,6 +163,13 @@ def watch_events(resp, stop):
             line, buffer = buffer.split(b"\n", 1)
             if line.strip():
                 yield json.loads(line)
+
+
+def wait_default_service_account(admin, namespace):
+    """The ServiceAccount admission plugin refuses Pods until the
+    service-account controller has made the namespace's `default`."""
+    wait_until(lambda: admin.exists(f"/api/v1/namespaces/{namespace}/serviceaccounts/default"), 60,
+               f"ServiceAccount default in {namespace}")
 
 
 def wait_until(check, seconds, what, interval=0.2):

@@ -73,6 +73,11 @@ CA_CERTIFICATES = "/etc/ssl/certs/ca-certificates.crt"
 BUSYBOX_IMAGE = "docker.io/library/busybox:1.36"  # examples/pod-reading-node-metadata.yaml's image
 
 
+def conditions(status):
+    """{type: status} of an object's `status.conditions`."""
+    return {c["type"]: c["status"] for c in (status or {}).get("conditions") or []}
+
+
 def ip(*args, check=True):
     return subprocess.run(["ip", *args], check=check, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -175,7 +180,7 @@ class Stack:
             node = self.admin.get(f"/api/v1/nodes/{kubelet_test.NODE}")
         except control_plane.ApiError:
             return False
-        return any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", []))
+        return conditions(node.get("status")).get("Ready") == "True"
 
     def start_kube_proxy(self):
         cert = self.plane.pki.issue("kube-proxy", "/CN=system:kube-proxy")
@@ -261,12 +266,11 @@ def install_kubewarden(kw):
     started = time.time()
     kw.apply_objects(stack.crds(os.path.join(kw.bins["controller"], "crds")), verb="create")
     clusters.wait_until(lambda: all(
-        any(c["type"] == "Established" and c["status"] == "True" for c in crd.get("status", {}).get("conditions") or [])
+        conditions(crd.get("status")).get("Established") == "True"
         for crd in kw.admin.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]),
         60, "CRDs established")
     kw.kubectl("create", "namespace", stack.NAMESPACE)
-    clusters.wait_until(lambda: kw.admin.exists(f"/api/v1/namespaces/{stack.NAMESPACE}/serviceaccounts/default"),
-                        60, "ServiceAccount default")
+    clusters.wait_default_service_account(kw.admin, stack.NAMESPACE)
     kw.apply_objects(stack.controller(kw.work) + stack.defaults_rbac())
     kw.kubectl("rollout", "status", "-n", stack.NAMESPACE, f"deployment/{stack.RELEASE}", "--timeout=60s",
                timeout=200)
@@ -415,9 +419,8 @@ def rollout_state(kw):
         status.get(k) == spec["replicas"] for k in ("updatedReplicas", "readyReplicas", "availableReplicas")) \
         and status.get("replicas") == spec["replicas"]
     policy = policy_status(kw)
-    conditions = {c["type"]: c["status"] for c in policy.get("conditions") or []}
     active = policy.get("policyStatus") == "active" and all(
-        conditions.get(c) == "True" for c in ("PolicyActive", "PolicyUniquelyReachable",
+        conditions(policy).get(c) == "True" for c in ("PolicyActive", "PolicyUniquelyReachable",
                                                "PolicyServerConfigurationUpToDate"))
     pods = kw.admin.get(f"/api/v1/namespaces/{stack.NAMESPACE}/pods?labelSelector=kubewarden%2Fpolicy-server%3D"
                         f"{POLICY}")["items"]
@@ -475,9 +478,8 @@ def change(kw, checks, zones, what, action, expect_refused, seconds=300):
     line, without = burst.finish(zones)
     timeline = ", ".join(f"{k} at {v:.1f} s" for k, v in seen.items()) or "nothing changed"
     status = policy_status(kw)
-    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
     print(f"{what}: {timeline}; policy {status.get('policyStatus')} "
-          f"(conditions {json.dumps(conditions, sort_keys=True)}); {line}", flush=True)
+          f"(conditions {json.dumps(conditions(status), sort_keys=True)}); {line}", flush=True)
     if expect_refused:
         reason = ""
         if failed_pod:
@@ -486,8 +488,7 @@ def change(kw, checks, zones, what, action, expect_refused, seconds=300):
             lines = [line for line in log.splitlines() if line.strip()]
             reason = next((line for line in reversed(lines) if " ERROR " in line or line.startswith("Error")),
                           lines[-1] if lines else "")
-        ready = sum(1 for pod in rollout_state(kw)[2] if any(c["type"] == "Ready" and c["status"] == "True"
-                                                           for c in pod.get("status", {}).get("conditions") or []))
+        ready = sum(1 for pod in rollout_state(kw)[2] if conditions(pod.get("status")).get("Ready") == "True")
         checks.case(failed_pod is not None and without == 0 and ready >= 2,
                     f"{what}: refused by the new policy-server Pod ({reason.strip()[-300:]}); {ready} Pods of the "
                     f"previous version still Ready and serving, {without} Pods without metadata", line)
@@ -561,8 +562,7 @@ def run(kw, checks, module):
     stand_in_agrees(kw, checks, folder)
     zones = register_far_nodes(kw)
     kw.kubectl("create", "namespace", BURST_NAMESPACE)
-    clusters.wait_until(lambda: kw.admin.exists(f"/api/v1/namespaces/{BURST_NAMESPACE}/serviceaccounts/default"),
-                        60, "ServiceAccount default")
+    clusters.wait_default_service_account(kw.admin, BURST_NAMESPACE)
     # Require the signature: what docs/operations.md tells users to run.
     with open(os.path.join(folder, "verification.yml"), "w") as f:
         f.write(open(signature_test.verification_config(kw.work, signer.public_key)).read())
