@@ -199,6 +199,14 @@ state = "{state}/state"
                                "anonymous": {"enabled": False}, "webhook": {"enabled": True}},
             "authorization": {"mode": "Webhook"},
             "failSwapOn": False,
+            # A test machine's disk may be fuller than a Node's default eviction
+            # thresholds (nodefs 10 %, imagefs 15 % free): kubelet would evict the
+            # test's Pods and taint the Node with disk-pressure. "0%" turns a
+            # threshold off; 100 turns image garbage collection off (it could
+            # remove an image imported for a Pod not started yet).
+            "evictionHard": {"memory.available": "100Mi", "nodefs.available": "0%", "nodefs.inodesFree": "0%",
+                             "imagefs.available": "0%", "imagefs.inodesFree": "0%"},
+            "imageGCHighThresholdPercent": 100,
             "podLogsDir": os.path.join(self.work, "pod-logs"),
             "volumePluginDir": os.path.join(self.work, "volume-plugins"),
             **self.kubelet_config,
