@@ -52,7 +52,8 @@ def same_shape(a, b):
 def cel(case, reference, ours):
     statuses = {answer.get("status") for answer in ours.values()}
     # The expression and the variables it may read.
-    text = " ".join([case["expression"]] + [v["expression"] for v in case.get("variables") or []])
+    text = " ".join([case.get("expression") or json.dumps(case.get("policy"))]
+                    + [v["expression"] for v in case.get("variables") or []])
     if reference.get("status") == "value" and statuses == {"value"}:
         if all(same_but_order(reference.get("value"), answer.get("value")) for answer in ours.values()) \
                 and any(reference.get("value") != answer.get("value") for answer in ours.values()):
@@ -157,6 +158,12 @@ def kyverno(case, reference, ours):
     message or its object) and what the policy did (its decision, its words
     and its object)."""
     kyverno_object, our_object = reference.get("object"), ours.get("object") or case["object"]
+    if reference.get("status") == "refused" and ours.get("settings_valid", True) and \
+            case["policy"].get("kind") == "MutatingPolicy":
+        # Kyverno's compiler refused an expression this policy took at load:
+        # the classes of cel-go's compile errors, as for kube-apiserver's.
+        return cel(case, {"status": "compile_error", "errors": [reference.get("message") or ""]},
+                   {"policy": {"status": "accepted"}})
     rejected = ours.get("settings_valid", True) and ours.get("accepted") is False
     said = " ".join([ours.get("message") or ""] + (ours.get("warnings") or []))
     if not ours.get("settings_valid", True) and reference.get("status") != "refused":

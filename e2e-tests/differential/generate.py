@@ -26,9 +26,31 @@ IMAGES = ["nginx", "nginx:1.27", "registry.example.com/team/app:v2", "busybox@sh
           "ghcr.io/org/tool:latest"]
 
 
+# The share of a policy judge's cases drawn from the unrestricted pools below,
+# which hold inputs the API server refuses (label values and keys, values of
+# the wrong type for their field, a field given twice, a renamed object);
+# every other case draws only inputs both sides could accept.
+UNRESTRICTED_SHARE = 0.06
+
+
 class Gen:
-    def __init__(self, seed):
+    def __init__(self, seed, unrestricted_share=None):
+        """`unrestricted_share`: each case (start_case) draws whether it uses
+        the unrestricted pools; None keeps them for every case (the Kyverno
+        judge's generated ClusterPolicies)."""
         self.r = random.Random(seed)
+        self.unrestricted_share = unrestricted_share
+        self.unrestricted = True
+
+    def start_case(self):
+        if self.unrestricted_share is not None:
+            self.unrestricted = self.chance(self.unrestricted_share)
+        return self.unrestricted
+
+    def pool(self, valid, unrestricted):
+        """The pool a draw picks from: the same number of draws either way,
+        so that a generator without a share gives the cases it always gave."""
+        return unrestricted if self.unrestricted else valid
 
     def pick(self, items):
         return self.r.choice(items)
@@ -354,13 +376,14 @@ class Gen:
     def apply_configuration(self, kind):
         meta_parts = []
         if self.chance(0.7):
-            meta_parts.append(f"labels: {{{self.string_lit_key()}: {self.value_string()}}}")
+            meta_parts.append(f"labels: {{{self.string_lit_key()}: {self.value_string(label=True)}}}")
         if self.chance(0.6):
-            meta_parts.append(f"annotations: {{{self.string_lit_key()}: {self.value_string()}}}")
-        if self.chance(0.1):
-            meta_parts.append("labels: {'a': 1}")  # a type error
+            meta_parts.append(f"annotations: {{{self.string_lit_key()}: {self.value_string(label=False)}}}")
+        if self.chance(0.1) and self.unrestricted:
+            meta_parts.append("labels: {'a': 1}")  # a type error, and labels given twice
         meta = f"metadata: Object.metadata{{{', '.join(meta_parts)}}}"
         parts = [meta]
+        spec_fields = []
         if kind == "pod" and self.chance(0.5):
             c = self.pick(["c0", "c1", "new"])
             fields = self.pick([
@@ -370,40 +393,60 @@ class Gen:
                 "args: ['--a', '--b']",
                 "resources: Object.spec.containers.resources{limits: {'cpu': '1'}}",
             ])
-            parts.append(f"spec: Object.spec{{containers: [Object.spec.containers{{name: '{c}', {fields}}}]}}")
+            spec_fields.append(f"containers: [Object.spec.containers{{name: '{c}', {fields}}}]")
         if kind == "pod" and self.chance(0.2):
-            parts.append("spec: Object.spec{nodeSelector: {'disk': 'ssd'}}" if self.chance(0.5)
-                         else "spec: Object.spec{tolerations: [Object.spec.tolerations{key: 't', operator: 'Exists'}]}")
+            spec_fields.append("nodeSelector: {'disk': 'ssd'}" if self.chance(0.5)
+                               else "tolerations: [Object.spec.tolerations{key: 't', operator: 'Exists'}]")
         if kind == "deployment" and self.chance(0.5):
-            parts.append(self.pick([
-                "spec: Object.spec{replicas: 3}",
-                "spec: Object.spec{template: Object.spec.template{metadata: Object.spec.template.metadata{labels: {'x': 'y'}}}}",
-                "spec: Object.spec{selector: Object.spec.selector{matchLabels: {'k': 'v'}}}",
+            spec_fields.append(self.pick([
+                "replicas: 3",
+                "template: Object.spec.template{metadata: Object.spec.template.metadata{labels: {'x': 'y'}}}",
+                "selector: Object.spec.selector{matchLabels: {'k': 'v'}}",
             ]))
-        if self.chance(0.05):
+        if self.unrestricted:
+            # Each field in an Object of its own: `spec` given twice when
+            # there are two.
+            parts += [f"spec: Object.spec{{{field}}}" for field in spec_fields]
+        elif spec_fields:
+            parts.append(f"spec: Object.spec{{{', '.join(spec_fields)}}}")
+        if self.chance(0.05) and self.unrestricted:
             parts.append("spec: Object.spec.wrong{}")
         return "Object{" + ", ".join(parts) + "}"
 
     def string_lit_key(self):
         return repr(self.pick(LABEL_KEYS + ["new-key", "example.com/added"]))
 
-    def value_string(self):
-        return self.pick(["'v'", "'zone-' + object.metadata.name", "object.metadata.?labels[?'app'].orValue('none')",
-                          "string(size(object.metadata.?labels.orValue({})))", "''", "'ü'",
-                          "object.metadata.labels['missing']"])
+    def value_string(self, label):
+        """A string expression for a label (label=True) or an annotation."""
+        values = ["'v'", "'zone-' + object.metadata.name", "object.metadata.?labels[?'app'].orValue('none')",
+                  "string(size(object.metadata.?labels.orValue({})))", "''", "'ü'",
+                  "object.metadata.labels['missing']"]
+        return self.pick(self.pool([v for v in values if v != "'ü'"] if label else values, values))
 
     def json_patch(self, kind):
         ops = []
-        for _ in range(self.r.randint(1, 3)):
+        for n in range(self.r.randint(1, 3)):
             key = self.pick(LABEL_KEYS + ["new"]).replace("~", "~0").replace("/", "~1")
             op = self.pick(["add", "add", "replace", "remove", "test", "copy", "move"])
-            path = self.pick([f"'/metadata/labels/{key}'", f"'/metadata/annotations/{key}'",
-                              "'/metadata/labels'", "'/spec/containers/0/image'", "'/spec/containers/-'",
-                              "'/spec/containers/5/name'", "'/metadata/missing/x'",
-                              "'/spec/replicas'" if kind == "deployment" else "'/metadata/name'",
-                              "'/metadata/annotations/' + jsonpatch.escapeKey('a/b~c')"])
-            value = self.pick(["'v'", "{'a': 'b'}", "1", "object.metadata.name",
-                               "'x'"])
+            paths = [f"'/metadata/labels/{key}'", f"'/metadata/annotations/{key}'",
+                     "'/metadata/labels'", "'/spec/containers/0/image'", "'/spec/containers/-'",
+                     "'/spec/containers/5/name'", "'/metadata/missing/x'",
+                     "'/spec/replicas'" if kind == "deployment" else "'/metadata/name'",
+                     "'/metadata/annotations/' + jsonpatch.escapeKey('a/b~c')"]
+            # Without the rename and the annotation key the API server refuses.
+            valid_paths = paths[:7] + (["'/spec/replicas'"] if kind == "deployment" else []) + [
+                "'/metadata/annotations/' + jsonpatch.escapeKey('example.com/a-b')"]
+            path = self.pick(self.pool(valid_paths, paths))
+            values = ["'v'", "{'a': 'b'}", "1", "object.metadata.name", "'x'"]
+            # A value of the field's type: a map of labels, a container, a count, or a string.
+            typed = {"'/metadata/labels'": ["{'a': 'b'}", "{}"],
+                     "'/spec/containers/-'": [f"{{'name': 'added-{n}', 'image': 'nginx'}}",
+                                              f"{{'name': 'added-{n}', 'image': string(object.spec.containers[0].image)}}"],
+                     "'/spec/replicas'": ["1", "3"]}
+            value = self.pick(self.pool(typed.get(path, ["'v'", "object.metadata.name", "'x'"]), values))
+            if op in ("copy", "move") and not self.unrestricted and path in typed:
+                # Only strings are copied or moved to an annotation.
+                path = f"'/metadata/labels/{key}'"
             if op in ("add", "replace", "test"):
                 ops.append(f"JSONPatch{{op: '{op}', path: {path}, value: {value}}}")
             elif op == "remove":
@@ -415,6 +458,7 @@ class Gen:
         return "[" + ", ".join(ops) + "]"
 
     def map_case(self, i):
+        unrestricted = self.start_case()
         kind = self.pick(["pod", "pod", "deployment", "node"])
         obj = getattr(self, kind)()
         group, resource = {"pod": ("", "pods"), "deployment": ("apps", "deployments"), "node": ("", "nodes")}[kind]
@@ -438,7 +482,8 @@ class Gen:
         policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
                   "metadata": {"name": "differential"}, "spec": spec}
         return {"id": f"map-{i}", "op": "mutate", "policy": policy, "object": obj,
-                "resource": {"group": group, "version": "v1", "resource": resource}, "operation": "CREATE"}
+                "resource": {"group": group, "version": "v1", "resource": resource}, "operation": "CREATE",
+                "unrestricted": unrestricted}
 
 
 def cel_cases(n, seed):
@@ -447,7 +492,7 @@ def cel_cases(n, seed):
 
 
 def map_cases(n, seed):
-    g = Gen(seed + 1)
+    g = Gen(seed + 1, UNRESTRICTED_SHARE)
     return [g.map_case(i) for i in range(n)]
 
 
@@ -470,6 +515,9 @@ JMES = ["to_upper(request.object.metadata.name)", "to_lower('AbC')", "length(req
         "request.object.spec.containers[0].image", "replace_all(request.object.metadata.name, '-', '_')",
         "trim(' x ', ' ')", "sum(`[1, 2]`)", "compare('a', 'b')", "lookup(`{\"k\": \"v\"}`, 'k')",
         "items(`{\"a\": 1}`, 'key', 'value')[0].key", "request.object.metadata.labels.missing"]
+# Those that give a number, and those whose string a label value cannot be.
+JMES_NUMBERS = ["length(request.object.metadata.name)", "sum(`[1, 2]`)", "compare('a', 'b')"]
+JMES_NOT_LABELS = ["base64_encode('ab')", "request.object.spec.containers[0].image"]
 
 
 class KyvernoGen(Gen):
@@ -493,24 +541,39 @@ class KyvernoGen(Gen):
         return {"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy",
                 "metadata": {"name": "differential"}, "spec": spec}
 
-    def value(self):
-        return self.pick(["v", "{{ " + self.pick(JMES) + " }}", "x-{{ request.object.metadata.name }}", "",
-                          "{{ request.object.metadata.labels.app }}", 3, True])
+    def value(self, label):
+        """A value for a label (label=True) or an annotation: the valid pool
+        leaves out numbers, booleans, and for a label the strings a label
+        value cannot be (an image reference, base64's `=`, a leading `-`)."""
+        jmes = self.pick(self.pool([j for j in JMES if j not in (JMES_NUMBERS + (JMES_NOT_LABELS if label else []))],
+                                   JMES))
+        values = ["v", "{{ " + jmes + " }}", "x-{{ request.object.metadata.name }}", "",
+                  "{{ request.object.metadata.labels.app }}", 3, True]
+        return self.pick(self.pool(values[:5], values))
 
-    def anchored_metadata(self):
+    def anchored_metadata(self, label):
         key = self.pick(LABEL_KEYS + ["new"])
-        anchor = self.pick(["", "", "+", "=", "X", "^"])
+        # `=(key)` and `X(key)` are validate anchors: a mutation writes them
+        # as keys, which the API server refuses. The valid pool has the
+        # conditional anchor `(key)` beside a key it then sets instead.
+        anchor = self.pick(self.pool(["", "", "+", "(", "(", "^"], ["", "", "+", "=", "X", "^"]))
+        if anchor == "(":
+            return {f"({key})": self.pick(LABEL_VALUES + ["?*"]), self.pick(LABEL_KEYS): self.value(label)}
         if anchor in ("=", "X", "^"):
             return {f"{anchor}({key})": self.pick(LABEL_VALUES)} if anchor != "^" else {"labels": {f"^({key})": "*"}}
-        return {(f"+({key})" if anchor == "+" else key): self.value()}
+        return {(f"+({key})" if anchor == "+" else key): self.value(label)}
 
     def strategic_merge(self, kind):
-        patch = {"metadata": {self.pick(["labels", "annotations"]): self.anchored_metadata()}}
+        field = self.pick(["labels", "annotations"])
+        patch = {"metadata": {field: self.anchored_metadata(field == "labels")}}
         if self.chance(0.3):
             patch["metadata"] = {"(name)": self.pick(["pod-*", "?eb", "*"]), **patch["metadata"]}
         if kind == "pod" and self.chance(0.5):
-            container = {"(name)": self.pick(["c0", "c*", "*"]), self.pick(["image", "+(imagePullPolicy)"]):
-                         self.pick(["nginx:2", "IfNotPresent", "{{ request.object.metadata.name }}"])}
+            name, field = self.pick(["c0", "c*", "*"]), self.pick(["image", "+(imagePullPolicy)"])
+            values = ["nginx:2", "IfNotPresent", "{{ request.object.metadata.name }}"]
+            # An image, or one of the pull policies the API server knows.
+            valid = ["nginx:2", "{{ request.object.metadata.name }}"] if field == "image" else ["IfNotPresent", "Always"]
+            container = {"(name)": name, field: self.pick(self.pool(valid, values))}
             if self.chance(0.3):
                 container = {"(image)": "*nginx*", "imagePullPolicy": "Always"}
             patch["spec"] = {"containers": [container]}
@@ -536,19 +599,29 @@ class KyvernoGen(Gen):
                 op = self.pick(["add", "replace", "remove"])
                 path = self.pick([f"/metadata/labels/{key}", f"/metadata/annotations/{key}",
                                   "/spec/containers/0/image" if kind == "pod" else "/metadata/labels/x"])
-                ops.append({"op": op, "path": path, **({"value": self.value()} if op != "remove" else {})})
+                if op == "remove":
+                    ops.append({"op": op, "path": path})
+                elif path == "/spec/containers/0/image" and not self.unrestricted:
+                    ops.append({"op": op, "path": path,
+                                "value": self.pick(["nginx:2", "{{ request.object.metadata.name }}"])})
+                else:
+                    ops.append({"op": op, "path": path, "value": self.value(path.startswith("/metadata/labels/"))})
             rule["mutate"] = {"patchesJson6902": json.dumps(ops)}
         elif shape == 2 and kind == "pod":
             rule["mutate"] = {"foreach": [{"list": "request.object.spec.containers", "patchStrategicMerge": {
                 "spec": {"containers": [{"(name)": "{{ element.name }}",
                                          "image": self.pick(["{{ element.image }}-x", "busybox", "{{ to_upper(element.name) }}"])}]}}}]}
         elif shape == 2:
+            # A key with a `/` is two levels of a JSON pointer unless escaped
+            # (~1), which the valid pool does.
+            key = "{{ element.k }}" if self.unrestricted else "{{ replace_all(element.k, '/', '~1') }}"
             rule["mutate"] = {"foreach": [{"list": "request.object.metadata.labels | items(@, 'k', 'v')",
                                            "patchesJson6902": json.dumps([{"op": "add",
-                                                                            "path": "/metadata/annotations/{{ element.k }}",
+                                                                            "path": f"/metadata/annotations/{key}",
                                                                             "value": "{{ element.v }}"}])}]}
         else:
-            rule["context"] = [{"name": "n", "variable": {"jmesPath": self.pick(JMES), "default": "d"}}]
+            jmes = self.pick(self.pool([j for j in JMES if j not in JMES_NUMBERS], JMES))
+            rule["context"] = [{"name": "n", "variable": {"jmesPath": jmes, "default": "d"}}]
             rule["mutate"] = {"patchStrategicMerge": {"metadata": {"annotations": {"ctx": "{{ n }}"}}}}
         return rule
 
@@ -560,24 +633,26 @@ class KyvernoGen(Gen):
 def kyverno_cases(n, seed, make_policy, prefix, pool=None):
     """Cases over a pool of policies (each new MutatingPolicy costs Kyverno a
     compile of a second): case i runs policy i % pool over a new object."""
-    g = KyvernoGen(seed)
+    g = KyvernoGen(seed, UNRESTRICTED_SHARE)
     policies = []
     for i in range(min(n, pool or n)):
+        unrestricted = g.start_case()
         kind = g.pick(["pod", "pod", "deployment", "node"])
-        policies.append((kind, make_policy(g, kind)))
+        policies.append((kind, make_policy(g, kind), unrestricted))
     cases = []
     for i in range(n):
-        kind, policy = policies[i % len(policies)]
+        kind, policy, unrestricted = policies[i % len(policies)]
         obj = getattr(g, kind)()
         group, version, resource, _ = KINDS[kind]
         cases.append({"id": f"{prefix}-{i}", "policy": policy, "object": obj,
                       "resource": {"group": group, "version": version, "resource": resource},
-                      "operation": "CREATE"})
+                      "operation": "CREATE", "unrestricted": unrestricted})
     return cases
 
 
 def mpol_cases(n, seed):
-    return kyverno_cases(n, seed + 2, KyvernoGen.mpol, "mpol", pool=300)
+    # 300 distinct policies, and one more for each 50 cases past 15,000.
+    return kyverno_cases(n, seed + 2, KyvernoGen.mpol, "mpol", pool=max(300, n // 50))
 
 
 def cpol_cases(n, seed):

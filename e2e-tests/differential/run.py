@@ -29,6 +29,10 @@ PATHS = ["shipped", "crate_evaluator", "crate_parser"]
 # A judge's process must answer all its cases within this many seconds, plus
 # SECONDS_PER_CASE for each: a hang fails the run instead of stalling it.
 BASE_SECONDS, SECONDS_PER_CASE = 600, 0.5
+# Each side also answers "timeout" for a case that takes longer than
+# DIFFERENTIAL_CASE_SECONDS (20 s unless set), and goes on with the next.
+# Outcomes that never agree with anything and fail the run:
+CRASHES = {"crash", "timeout"}
 
 
 def run_lines(command, cases, env=None):
@@ -225,6 +229,8 @@ def as_served(cases):
     served = []
     for case in cases:
         answer = answers.get(case["id"], {})
+        if answer.get("status") == "timeout":
+            raise SystemExit(f"{case['id']}: the Kubernetes judge did not decode its object in time ({answer})")
         if answer.get("status") == "normalized":
             served.append(dict(case, object=answer["object"]))
     return served
@@ -238,6 +244,15 @@ class Tally:
         self.judge, self.started = judge, time.time()
         self.cases = self.agreements = self.unexplained = 0
         self.kinds = {}
+        # Cases drawn from the unrestricted pools, and of the others those
+        # whose reference object the API server refuses anyway.
+        self.unrestricted = self.refused = 0
+
+    def share(self, case, refused):
+        if case.get("unrestricted"):
+            self.unrestricted += 1
+        elif refused:
+            self.refused += 1
 
     def agree(self):
         self.cases += 1
@@ -256,6 +271,7 @@ class Tally:
     def result(self):
         return {"judge": self.judge, "cases": self.cases, "agreements": self.agreements,
                 "differences": self.cases - self.agreements, "unexplained": self.unexplained,
+                "unrestricted": self.unrestricted, "refused": self.refused,
                 "seconds": time.time() - self.started}
 
 
@@ -281,6 +297,9 @@ def run_cel_cases(cases, report):
     for key, items in sorted(tally.kinds.items()):
         report(f"  {len(items):6d}  {key}")
         if not key.startswith("unexplained"):
+            variables = "; ".join(f"{v['name']} = {v['expression']}" for v in items[0].get("variables") or [])
+            report(f"          e.g. {items[0]['id']}: {items[0]['expression'][:200]!r}"
+                   + (f" (variables: {variables[:200]})" if variables else ""))
             continue
         for case in items[:3]:
             small = shrink(case, smaller_cel, lambda c: run_cel_cases([dict(c, id="shrink")], lambda _: None)["unexplained"] > 0)
@@ -312,6 +331,9 @@ def report_kinds(kinds, reference_name, report, still_differs):
     for key, items in sorted(kinds.items()):
         report(f"  {len(items):6d}  {key}")
         if not key.startswith("unexplained"):
+            case, ref, mine = items[0][:3]
+            report(f"          e.g. {case['id']}: {json.dumps(case['policy']['spec'])[:200]}")
+            report(f"            {reference_name}: {json.dumps(ref)[:160]}; policy: {json.dumps(mine)[:160]}")
             continue
         for case, ref, mine, ref_object, my_object in items[:3]:
             small = shrink(case, smaller_policies, still_differs)
@@ -354,6 +376,8 @@ def map_outcome(reference):
     """What the API server does with the request: (verdict, object); a
     panic or an answer the judge does not give is a crash."""
     status = reference.get("status")
+    if status == "timeout":
+        return "timeout", None
     if status not in ("refused", "skipped", "error", "invalid", "patched"):
         return "crash", None
     if status == "refused":
@@ -367,6 +391,24 @@ def map_outcome(reference):
     if errors and failure == "Fail":
         return "rejected", None
     return "admitted", reference.get("object")
+
+
+def refused_by_api_server(cases, objects):
+    """The ids of cases whose object in `objects` (by id; None where there is
+    none) the API server would refuse: not decodable into its type, labels or
+    annotations its validation refuses, or a name other than the request's."""
+    held = {c["id"]: objects[c["id"]] for c in cases if objects.get(c["id"]) is not None}
+    answers = oracle([{"id": i, "op": "normalize", "object": o} for i, o in held.items()])
+    refused = set()
+    for case in cases:
+        obj = held.get(case["id"])
+        if obj is None:
+            continue
+        answer = answers.get(case["id"], {})
+        renamed = obj.get("metadata", {}).get("name") != case["object"].get("metadata", {}).get("name")
+        if answer.get("status") != "normalized" or answer.get("errors") or renamed:
+            refused.add(case["id"])
+    return refused
 
 
 def run_map(n, seed, wasm, report):
@@ -383,11 +425,16 @@ def run_map_cases(cases, wasm, report):
                  for c in cases if ours[c["id"]].get("object") is not None]
     normalized = oracle(normalize)
     originals = oracle([{"id": c["id"], "op": "normalize", "object": c["object"]} for c in cases])
+    refused = refused_by_api_server(cases, {c["id"]: reference[c["id"]].get("object") for c in cases})
+    refused |= {c["id"] for c in cases if reference[c["id"]].get("status") == "invalid"}
     for case in cases:
+        tally.share(case, case["id"] in refused)
         ref = dict(reference[case["id"]], _failurePolicy=case["policy"]["spec"].get("failurePolicy", "Fail"))
         ref_verdict, ref_object = map_outcome(ref)
         mine = ours[case["id"]]
-        if "host_error" in mine or "settings_valid" not in mine:
+        if mine.get("timeout"):
+            my_verdict, my_object = "timeout", None
+        elif "host_error" in mine or "settings_valid" not in mine:
             my_verdict, my_object = "crash", None
         elif not mine["settings_valid"]:
             my_verdict, my_object = "refused", None
@@ -397,16 +444,22 @@ def run_map_cases(cases, wasm, report):
             my_verdict = "admitted"
             n_answer = normalized.get(case["id"])
             my_object = n_answer.get("object") if n_answer and n_answer.get("status") == "normalized" else None
-            if n_answer and n_answer.get("status") != "normalized":
+            if n_answer and n_answer.get("status") == "timeout":
+                my_verdict = "timeout"
+            elif n_answer and n_answer.get("status") != "normalized":
                 my_verdict = "admitted-undecodable"
             elif n_answer and n_answer.get("errors"):
                 # The API server validates what the webhook returned.
                 my_verdict, my_object = "rejected", None
             if mine.get("object") is None:
+                if originals[case["id"]].get("status") == "timeout":
+                    my_verdict = "timeout"
                 my_object = originals[case["id"]].get("object")
         if ref_verdict == "unchanged":
             ref_verdict, ref_object = "admitted", originals[case["id"]].get("object")
-        if "crash" in (ref_verdict, my_verdict):
+            if originals[case["id"]].get("status") == "timeout":
+                ref_verdict = "timeout"
+        if CRASHES & {ref_verdict, my_verdict}:
             tally.crash(f"{ref_verdict}->{my_verdict}", (case, ref, mine, ref_object, my_object))
         elif (ref_verdict, ref_object) == (my_verdict, my_object):
             tally.agree()
@@ -442,12 +495,16 @@ def kyverno_outcome(case, answer):
         return "admitted", answer.get("object")
     if status in ("unchanged", "skipped"):
         return "admitted", case["object"]
+    if status == "timeout":
+        return "timeout", None
     return "crash", None
 
 
 def policy_outcome(case, mine):
     """The policy's decision and object; a trap, a host error or a malformed
     answer is a crash. Warnings do not change the decision."""
+    if mine.get("timeout"):
+        return "timeout", None
     if "host_error" in mine or "settings_valid" not in mine:
         return "crash", None
     if not mine["settings_valid"]:
@@ -466,11 +523,13 @@ def run_kyverno(judge, cases, wasm, report):
                                  "operation": c["operation"]} for c in cases])
     requests = [{"id": c["id"], "settings": c["policy"], "request": admission_request(c)} for c in cases]
     ours = policy_wasm(requests, wasm)
+    refused = refused_by_api_server(cases, {c["id"]: kyverno_outcome(c, reference[c["id"]])[1] for c in cases})
     for case in cases:
+        tally.share(case, case["id"] in refused)
         ref, mine = reference[case["id"]], ours[case["id"]]
         ref_verdict, ref_object = kyverno_outcome(case, ref)
         my_verdict, my_object = policy_outcome(case, mine)
-        if "crash" in (ref_verdict, my_verdict):
+        if CRASHES & {ref_verdict, my_verdict}:
             tally.crash(f"{ref_verdict}->{my_verdict}", (case, ref, mine, ref_object, my_object))
         elif (ref_verdict, ref_object) == (my_verdict, my_object):
             tally.agree()
@@ -480,6 +539,10 @@ def run_kyverno(judge, cases, wasm, report):
     report_kinds(tally.kinds, "kyverno", report,
                  lambda case: run_kyverno(judge, [case], wasm, lambda _: None)["unexplained"] > 0)
     return tally.result()
+
+
+def percent(part, whole):
+    return f"{100 * part / whole:.1f} %" if whole else "-"
 
 
 def main():
@@ -505,8 +568,14 @@ def main():
         else:
             raise SystemExit(f"unknown judge {judge}")
     for r in results:
-        print(f"{r['judge']}: {r['cases']} cases, {r['differences']} differences, {r['unexplained']} unexplained"
-              f" ({r['agreements']} agreements, {r['seconds']:.0f} s)")
+        print(f"{r['judge']}: {r['cases']} cases, {r['agreements']} agreements ({percent(r['agreements'], r['cases'])}),"
+              f" {r['differences']} differences, {r['unexplained']} unexplained ({r['seconds']:.0f} s)")
+        if r["judge"] != "cel":
+            informative = r["cases"] - r["unrestricted"] - r["refused"]
+            print(f"  informative: {informative} ({percent(informative, r['cases'])}) drawn from inputs both sides"
+                  f" could accept, the reference's object one the API server takes; {r['unrestricted']}"
+                  f" ({percent(r['unrestricted'], r['cases'])}) drawn with invalid inputs allowed; {r['refused']}"
+                  f" drawn from valid inputs whose reference object the API server refuses")
     total = sum(r["cases"] for r in results)
     unexplained = sum(r["unexplained"] for r in results)
     print(f"total: {total} cases, {unexplained} unexplained differences")

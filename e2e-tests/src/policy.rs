@@ -8,13 +8,18 @@ use anyhow::{Context, Result, anyhow};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use wapc::WapcHost;
-use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
 use crate::capabilities::Capabilities;
+
+/// How often the epoch of a module loaded with a time limit advances.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// A compiled policy, instantiated afresh for every evaluation.
 pub struct PolicyModule {
     pre: WasmtimeEngineProviderPre,
+    /// Set by `load_with_limit`: each waPC call is interrupted after it.
+    epoch_deadlines: Option<EpochDeadlines>,
     pub size_bytes: usize,
     pub compile_time: Duration,
 }
@@ -56,6 +61,14 @@ pub struct Evaluation {
 
 impl PolicyModule {
     pub fn load(path: &Path) -> Result<PolicyModule> {
+        Self::load_with_limit(path, None)
+    }
+
+    /// A module whose every call (initialisation, validation, settings) is
+    /// interrupted with a trap after `limit`, as policy-server's
+    /// `policy-timeout` does, by wasmtime's epochs: a thread ticks every
+    /// `EPOCH_TICK` for as long as the process runs.
+    pub fn load_with_limit(path: &Path, limit: Option<Duration>) -> Result<PolicyModule> {
         let bytes = std::fs::read(path)
             .with_context(|| format!("reading {} (run `make policy.wasm`)", path.display()))?;
         let started = Instant::now();
@@ -64,7 +77,22 @@ impl PolicyModule {
             // Lets `perf` name the policy's functions (see docs/performance.md).
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
+        config.epoch_interruption(limit.is_some());
         let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow!("wasmtime: {e}"))?;
+        let epoch_deadlines = limit.map(|limit| {
+            let ticks = (limit.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
+            let ticker = engine.clone();
+            std::thread::spawn(move || {
+                loop {
+                    std::thread::sleep(EPOCH_TICK);
+                    ticker.increment_epoch();
+                }
+            });
+            EpochDeadlines {
+                wapc_init: ticks,
+                wapc_func: ticks,
+            }
+        });
         let module = wasmtime::Module::new(&engine, &bytes)
             .map_err(|e| anyhow!("compiling {}: {e}", path.display()))?;
         let pre = WasmtimeEngineProviderBuilder::new()
@@ -74,6 +102,7 @@ impl PolicyModule {
             .map_err(|e| anyhow!("preparing {}: {e}", path.display()))?;
         Ok(PolicyModule {
             pre,
+            epoch_deadlines,
             size_bytes: bytes.len(),
             compile_time: started.elapsed(),
         })
@@ -83,7 +112,7 @@ impl PolicyModule {
     pub fn instantiate(&self, capabilities: Arc<dyn Capabilities>) -> Result<WapcHost> {
         let provider = self
             .pre
-            .rehydrate(None)
+            .rehydrate(self.epoch_deadlines)
             .map_err(|e| anyhow!("instantiating: {e}"))?;
         let callback =
             move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {

@@ -959,3 +959,31 @@ fn a_failed_mutation_of_an_ignoring_admission_policy_leaves_the_others() {
     let response = run("pod-without-node-name.json", policy("Fail"));
     assert!(!response.accepted);
 }
+
+#[test]
+fn each_mutation_sees_the_object_as_kubernetes_decoded_it() {
+    // kube-apiserver decodes each mutation's object into its Go type before
+    // the next one: labels emptied by the first are gone for the second,
+    // whose `test` then fails and leaves the object as it was
+    // (k8s.io/apiserver v0.37.2's patchers, `make differential` seed 1,
+    // map-321).
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": "m"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["pods"]}]},
+            "failurePolicy": "Fail", "reinvocationPolicy": "Never",
+            "mutations": [
+                {"patchType": "JSONPatch", "jsonPatch": {"expression":
+                    "[JSONPatch{op: 'replace', path: '/metadata/labels', value: {}}]"}},
+                {"patchType": "JSONPatch", "jsonPatch": {"expression":
+                    "[JSONPatch{op: 'test', path: '/metadata/labels', value: {}}, JSONPatch{op: 'add', path: '/metadata/annotations/second', value: 'y'}]"}}]}});
+    let response = run("pod-without-node-name.json", policy);
+    assert!(response.accepted, "{:?}", response.message);
+    assert_eq!(
+        annotations(&response),
+        json!({"example.com/owner": "web-team"})
+    );
+    let object = response.mutated_object.as_ref();
+    assert!(object.is_some(), "the labels are removed");
+    assert_eq!(object.and_then(|o| o.pointer("/metadata/labels")), None);
+}

@@ -248,13 +248,36 @@ fn differential_cel() {
     };
     let cases = std::io::BufReader::new(std::fs::File::open(cases).unwrap());
     let mut out = std::io::BufWriter::new(std::fs::File::create(answers).unwrap());
+    let limit = std::env::var("DIFFERENTIAL_CASE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .unwrap_or(20.0);
+    let limit = std::time::Duration::from_secs_f64(limit);
     for line in cases.lines() {
         let case: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        let paths = json!({
+        let paths = all_paths_within(&case, limit);
+        writeln!(out, "{}", json!({"id": case.get("id"), "paths": paths})).unwrap();
+    }
+}
+
+/// The three ways' answers, or `timeout` for each when they take longer than
+/// `limit` (DIFFERENTIAL_CASE_SECONDS, 20 s unless set). The case is
+/// abandoned, not stopped: its thread may go on, and the runner fails the run
+/// on the timeout anyway.
+fn all_paths_within(case: &Value, limit: std::time::Duration) -> Value {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let case = case.clone();
+    std::thread::spawn(move || {
+        let _ = sender.send(json!({
             "shipped": with_paths(true, true, &case),
             "crate_evaluator": with_paths(false, true, &case),
             "crate_parser": with_paths(false, false, &case),
-        });
-        writeln!(out, "{}", json!({"id": case.get("id"), "paths": paths})).unwrap();
-    }
+        }));
+    });
+    receiver.recv_timeout(limit).unwrap_or_else(|_| {
+        let timeout =
+            json!({"status": "timeout", "message": format!("no answer within {limit:?}")});
+        json!({"shipped": timeout, "crate_evaluator": timeout, "crate_parser": timeout})
+    })
 }

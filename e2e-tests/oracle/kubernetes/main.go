@@ -130,13 +130,14 @@ func main() {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	encoder := json.NewEncoder(out)
+	limit := caseLimit()
 	for in.Scan() {
 		var c caseIn
 		var a answer
 		if err := json.Unmarshal(in.Bytes(), &c); err != nil {
 			a = answer{Status: "bad_case", Message: err.Error()}
 		} else {
-			a = answerCase(&c)
+			a = answerWithin(&c, limit)
 			a.ID = c.ID
 		}
 		if err := encoder.Encode(a); err != nil {
@@ -148,6 +149,32 @@ func main() {
 		if err := out.Flush(); err != nil {
 			os.Exit(1)
 		}
+	}
+}
+
+// caseLimit is how long one case may take: DIFFERENTIAL_CASE_SECONDS, 20 s
+// unless set.
+func caseLimit() time.Duration {
+	seconds, err := strconv.ParseFloat(os.Getenv("DIFFERENTIAL_CASE_SECONDS"), 64)
+	if err != nil || seconds <= 0 {
+		seconds = 20
+	}
+	return time.Duration(seconds * float64(time.Second))
+}
+
+// answerWithin is the case's answer, or "timeout" when it takes longer than
+// limit. The case is abandoned, not stopped: its goroutine may go on, and the
+// runner fails the run on the timeout anyway.
+func answerWithin(c *caseIn, limit time.Duration) answer {
+	done := make(chan answer, 1)
+	go func() { done <- answerCase(c) }()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case a := <-done:
+		return a
+	case <-timer.C:
+		return answer{Status: "timeout", Message: fmt.Sprintf("no answer within %s", limit)}
 	}
 }
 

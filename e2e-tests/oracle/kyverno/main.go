@@ -13,6 +13,8 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
+	"time"
 
 	"k8s.io/klog/v2"
 )
@@ -59,13 +61,14 @@ func main() {
 // serve answers each input line; blank lines are ignored. Output is flushed whenever no
 // more input is waiting, so a caller may also feed one case at a time.
 func serve(oracle *Oracle, in io.Reader, out io.Writer) error {
+	limit := caseLimit()
 	reader := bufio.NewReaderSize(in, 1<<20)
 	writer := bufio.NewWriterSize(out, 1<<20)
 	defer writer.Flush()
 	for {
 		line, err := reader.ReadBytes('\n')
 		if len(trimSpace(line)) > 0 {
-			answer := oracle.Answer(line)
+			answer := answerWithin(oracle, line, limit)
 			encoded, merr := json.Marshal(answer)
 			if merr != nil {
 				encoded, _ = json.Marshal(Answer{ID: answer.ID, Status: statusPanic, Message: "answer not encodable: " + merr.Error()})
@@ -84,6 +87,36 @@ func serve(oracle *Oracle, in io.Reader, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+	}
+}
+
+// caseLimit is how long one case may take: DIFFERENTIAL_CASE_SECONDS, 20 s
+// unless set (a first MutatingPolicy compiles in about a second here).
+func caseLimit() time.Duration {
+	seconds, err := strconv.ParseFloat(os.Getenv("DIFFERENTIAL_CASE_SECONDS"), 64)
+	if err != nil || seconds <= 0 {
+		seconds = 20
+	}
+	return time.Duration(seconds * float64(time.Second))
+}
+
+// answerWithin is the case's answer, or a "timeout" answer when the engine
+// takes longer than limit. The case is abandoned, not stopped: its goroutine
+// may go on, and the caller fails the run on the timeout anyway.
+func answerWithin(oracle *Oracle, line []byte, limit time.Duration) Answer {
+	done := make(chan Answer, 1)
+	go func() { done <- oracle.Answer(line) }()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case answer := <-done:
+		return answer
+	case <-timer.C:
+		var id struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(line, &id)
+		return Answer{ID: id.ID, Status: statusTimeout, Message: fmt.Sprintf("no answer within %s", limit)}
 	}
 }
 

@@ -112,6 +112,7 @@ const (
 	statusRefused   = "refused"
 	statusInvalid   = "invalid" // the case itself is malformed or asks for what the oracle does not do
 	statusPanic     = "panic"   // the engine panicked
+	statusTimeout   = "timeout" // no answer within the case's time limit
 )
 
 // Oracle holds what is worth keeping between cases: loaded and validated policies,

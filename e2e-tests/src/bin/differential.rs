@@ -6,11 +6,16 @@
 //! the request's object with the policy's patch applied (absent when the
 //! policy did not mutate it).
 //!
+//! Each call into the module is interrupted after DIFFERENTIAL_CASE_SECONDS
+//! (20 s unless set): the case is then answered `{"host_error", "timeout":
+//! true}`, which the runner counts as a crash.
+//!
 //! Usage: differential POLICY.wasm < cases.jsonl
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use policy_host::{InMemoryCluster, PolicyModule};
@@ -53,13 +58,24 @@ fn main() -> Result<()> {
     let [wasm] = args.as_slice() else {
         bail!("usage: differential POLICY.wasm < cases.jsonl");
     };
-    let module = PolicyModule::load(&PathBuf::from(wasm))?;
+    let seconds = std::env::var("DIFFERENTIAL_CASE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .unwrap_or(20.0);
+    let module = PolicyModule::load_with_limit(
+        &PathBuf::from(wasm),
+        Some(Duration::from_secs_f64(seconds)),
+    )?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     for line in std::io::stdin().lock().lines() {
         let case: Value = serde_json::from_str(&line?).context("a case line")?;
-        let mut answer =
-            answer(&module, &case).unwrap_or_else(|e| json!({"host_error": e.to_string()}));
+        let mut answer = answer(&module, &case).unwrap_or_else(|e| {
+            // wasmtime's trap when the epoch deadline passes.
+            let timeout = format!("{e:#}").contains("interrupt");
+            json!({"host_error": format!("{e:#}"), "timeout": timeout})
+        });
         answer["id"] = case.get("id").cloned().unwrap_or(Value::Null);
         writeln!(out, "{answer}")?;
     }
