@@ -35,6 +35,24 @@ pub fn metadata_maps(object: &Value) -> [Option<&Value>; 2] {
     METADATA_MAPS.map(|section| object.get("metadata").and_then(|m| m.get(section)))
 }
 
+/// Kubernetes decodes each mutation's object into its Go type before the
+/// next mutation sees it, and ObjectMeta's `labels` and `annotations` are
+/// `omitempty`: an empty or null map is gone, so that a later `test` of
+/// `/metadata/labels` finds nothing there (checked against k8s.io/apiserver's
+/// patchers by `make differential`).
+pub fn drop_empty_metadata_maps(object: &mut Value) {
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        for section in METADATA_MAPS {
+            let empty = metadata
+                .get(section)
+                .is_some_and(|v| v.is_null() || v.as_object().is_some_and(Map::is_empty));
+            if empty {
+                metadata.remove(section);
+            }
+        }
+    }
+}
+
 /// The keys a change of `metadata.<section>` from `old` to `new` writes that
 /// the API server would refuse, each with the problem.
 fn refused_keys(

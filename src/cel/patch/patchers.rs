@@ -85,7 +85,7 @@ impl Patcher {
             }
         }
         if patching.typed.is_some() {
-            drop_empty_metadata_maps(object);
+            crate::shared::metadata::drop_empty_metadata_maps(object);
         }
         // A key or label value the API server would refuse is an error, which
         // failurePolicy judges, as Kubernetes would refuse the object.
@@ -96,23 +96,5 @@ impl Patcher {
             return Err(format!("mutations[{i}]: {problem}"));
         }
         Ok(())
-    }
-}
-
-/// Kubernetes decodes each mutation's object into its Go type before the
-/// next mutation sees it, and ObjectMeta's `labels` and `annotations` are
-/// `omitempty`: an empty or null map is gone, so that a later `test` of
-/// `/metadata/labels` finds nothing there (checked against k8s.io/apiserver's
-/// patchers by `make differential`).
-fn drop_empty_metadata_maps(object: &mut Value) {
-    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        for section in ["labels", "annotations"] {
-            let empty = metadata
-                .get(section)
-                .is_some_and(|v| v.is_null() || v.as_object().is_some_and(|m| m.is_empty()));
-            if empty {
-                metadata.remove(section);
-            }
-        }
     }
 }
