@@ -1,6 +1,6 @@
-//! Running rules: `match` → `exclude` → `context` → `preconditions` →
-//! variable substitution → `mutate`, each rule seeing the previous rule's
-//! result as `request.object`.
+//! Running rules: `match` → `exclude` → `preconditions` → `mutate`, each
+//! context entry loaded when a query first names it ([`queries`]), each rule
+//! seeing the previous rule's result as `request.object`.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -13,10 +13,11 @@ use super::field_paths;
 use super::jmes::Functions;
 use super::matching::matches;
 use super::patch::{Skip, parse_json6902, strategic_merge};
+use super::queries::{self, Deferred, condition_expressions};
 use super::references::ConfigMapMasks;
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
 use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
-use super::{jmes, jmes_values, variables};
+use super::{jmes, jmes_values};
 use crate::host::cluster::{CachedCluster, Read, Selection};
 use crate::host::image_registry;
 use crate::shared::request_facts::RequestFacts;
@@ -87,16 +88,25 @@ impl Engine<'_> {
             return Ok(RuleResult::Skipped);
         }
         let mut scope = Scope::new(request, &facts.user().username, object);
-        self.load_context(&rule.context, &mut scope, cluster)?;
-        let data = scope.var();
+        let mut deferred = Deferred::default().with(&rule.context);
+        let mut queries = Vec::new();
+        condition_expressions(rule.preconditions.as_ref(), &mut queries);
+        self.load_named(&mut deferred, &queries, &mut scope, cluster)?;
         if let Some(conditions) = &rule.preconditions
-            && !conditions_hold(rt, conditions, &data)?
+            && !conditions_hold(rt, conditions, &scope.var())?
         {
             return Ok(RuleResult::Skipped);
         }
         let Some(mutate) = &rule.mutate else {
             return Ok(RuleResult::Skipped);
         };
+        let queries = queries::mutation_queries(
+            mutate.patch_strategic_merge.as_ref(),
+            mutate.patches_json6902.as_deref(),
+            mutate.foreach.as_deref(),
+        );
+        self.load_named(&mut deferred, &queries, &mut scope, cluster)?;
+        let data = scope.var();
         let mut resource = object.clone();
         let patches = Patches {
             strategic_merge: mutate.patch_strategic_merge.as_ref(),
@@ -112,16 +122,18 @@ impl Engine<'_> {
                 resource: &mut resource,
                 iterations: &mut iterations,
             };
-            self.run_foreach(each, &mut looping, &scope, cluster, 0)?;
+            self.run_foreach(each, &mut looping, (&scope, &deferred), cluster, 0)?;
         }
         Ok(RuleResult::Applied(resource))
     }
 
+    /// One foreach over `scope`, with the context entries in scope
+    /// (`deferred`): those of the rule and of the loops around this one.
     fn run_foreach(
         &self,
         each: &ForeachSpec,
         looping: &mut Loop,
-        scope: &Scope,
+        (scope, deferred): (&Scope, &Deferred),
         cluster: &CachedCluster,
         depth: usize,
     ) -> Result<(), String> {
@@ -178,13 +190,24 @@ impl Engine<'_> {
             scoped.set(&format!("elementIndex{depth}"), index_var);
             // The resource as patched so far.
             scoped.set_object(looping.resource);
-            self.load_context(&each.context, &mut scoped, cluster)?;
-            let data = scoped.var();
+            // Each iteration loads what it names afresh: a rule's entry
+            // named first in a loop sees the iteration's `element`.
+            let mut in_scope = deferred.with(&each.context);
+            let mut queries = Vec::new();
+            condition_expressions(each.preconditions.as_ref(), &mut queries);
+            self.load_named(&mut in_scope, &queries, &mut scoped, cluster)?;
             if let Some(conditions) = &each.preconditions
-                && !conditions_hold(rt, conditions, &data)?
+                && !conditions_hold(rt, conditions, &scoped.var())?
             {
                 continue;
             }
+            let queries = queries::mutation_queries(
+                each.patch_strategic_merge.as_ref(),
+                each.patches_json6902.as_deref(),
+                each.foreach.as_deref(),
+            );
+            self.load_named(&mut in_scope, &queries, &mut scoped, cluster)?;
+            let data = scoped.var();
             let patches = Patches {
                 strategic_merge: each.patch_strategic_merge.as_ref(),
                 json6902: each.patches_json6902.as_deref(),
@@ -192,19 +215,34 @@ impl Engine<'_> {
             };
             patches.apply(rt, looping.resource, &data)?;
             for nested in each.foreach.iter().flatten() {
-                self.run_foreach(nested, looping, &scoped, cluster, depth + 1)?;
+                self.run_foreach(nested, looping, (&scoped, &in_scope), cluster, depth + 1)?;
             }
         }
         Ok(())
     }
 
-    fn load_context(
+    /// Loads the context entries `queries` name that are not loaded yet
+    /// ([`queries`]), each after the entries before it that its own queries name.
+    fn load_named(
         &self,
-        entries: &[ContextEntry],
+        deferred: &mut Deferred,
+        queries: &[String],
         scope: &mut Scope,
         cluster: &CachedCluster,
     ) -> Result<(), String> {
-        for entry in entries {
+        self.load_named_before(deferred, queries, deferred.count(), scope, cluster)
+    }
+
+    fn load_named_before(
+        &self,
+        deferred: &mut Deferred,
+        queries: &[String],
+        limit: usize,
+        scope: &mut Scope,
+        cluster: &CachedCluster,
+    ) -> Result<(), String> {
+        while let Some((at, entry)) = deferred.next_named(queries, limit) {
+            self.load_named_before(deferred, &queries::queries_of(entry), at, scope, cluster)?;
             let value = self.context_value(entry, &scope.var(), cluster)?;
             scope.set(&entry.name, value);
         }
@@ -581,89 +619,6 @@ fn percent_decode(text: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Every JMESPath expression a rule holds, for checking at load time.
-pub fn expressions_of(rule: &RuleSpec) -> Vec<String> {
-    let mut out = Vec::new();
-    context_expressions(&rule.context, &mut out);
-    condition_expressions(rule.preconditions.as_ref(), &mut out);
-    if let Some(mutate) = &rule.mutate {
-        patch_expressions(
-            mutate.patch_strategic_merge.as_ref(),
-            mutate.patches_json6902.as_deref(),
-            &mut out,
-        );
-        foreach_expressions(mutate.foreach.as_deref(), &mut out);
-    }
-    out
-}
-
-fn context_expressions(entries: &[ContextEntry], out: &mut Vec<String>) {
-    for entry in entries {
-        if let Some(v) = &entry.variable {
-            out.extend(v.jmes_path.iter().filter(|p| !p.contains("{{")).cloned());
-            if let Some(value) = &v.value {
-                variables::expressions(value, out);
-            }
-        }
-        if let Some(call) = &entry.api_call {
-            out.extend(call.jmes_path.iter().filter(|p| !p.contains("{{")).cloned());
-            variables::expressions(&json!(call.url_path), out);
-        }
-        if let Some(registry) = &entry.image_registry {
-            out.extend(
-                registry
-                    .jmes_path
-                    .iter()
-                    .filter(|p| !p.contains("{{"))
-                    .cloned(),
-            );
-            variables::expressions(&json!(registry.reference), out);
-        }
-    }
-}
-
-fn condition_expressions(conditions: Option<&Conditions>, out: &mut Vec<String>) {
-    let list: Vec<&Condition> = match conditions {
-        Some(Conditions::List(all)) => all.iter().collect(),
-        Some(Conditions::Blocks(b)) => b
-            .any
-            .iter()
-            .flatten()
-            .chain(b.all.iter().flatten())
-            .collect(),
-        None => Vec::new(),
-    };
-    for condition in list {
-        variables::expressions(&condition.key, out);
-        variables::expressions(&condition.value, out);
-    }
-}
-
-fn patch_expressions(strategic: Option<&Value>, json6902: Option<&str>, out: &mut Vec<String>) {
-    if let Some(patch) = strategic {
-        variables::expressions(patch, out);
-    }
-    if let Some(text) = json6902 {
-        variables::expressions(&json!(text), out);
-    }
-}
-
-fn foreach_expressions(loops: Option<&[ForeachSpec]>, out: &mut Vec<String>) {
-    for each in loops.into_iter().flatten() {
-        if !each.list.contains("{{") {
-            out.push(each.list.clone());
-        }
-        context_expressions(&each.context, out);
-        condition_expressions(each.preconditions.as_ref(), out);
-        patch_expressions(
-            each.patch_strategic_merge.as_ref(),
-            each.patches_json6902.as_deref(),
-            out,
-        );
-        foreach_expressions(each.foreach.as_deref(), out);
-    }
 }
 
 #[cfg(test)]

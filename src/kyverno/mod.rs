@@ -12,6 +12,7 @@ pub mod jmes_values;
 pub mod matching;
 pub mod patch;
 pub mod pattern;
+pub mod queries;
 pub mod references;
 pub mod spec;
 pub mod variable_names;
@@ -257,7 +258,7 @@ pub fn check(rules: &[RuleSpec], kinds: &[ResourceKind], path: &str) -> Result<(
             }
         }
         check_foreach(mutate.foreach.as_deref(), &at("mutate.foreach"), 0, kinds)?;
-        for expression in engine::expressions_of(rule) {
+        for expression in queries::expressions_of(rule) {
             jmes::check(&rt, &expression)
                 .map_err(|e| format!("{path}[{i}]: JMESPath {expression:?} is invalid: {e}"))?;
         }

@@ -451,6 +451,47 @@ mod point3_context {
         assert_eq!(annotations(&response)["out"], "us-east-2a/a,b");
     }
 
+    /// Kyverno loads a context entry when a query first names it (deferred
+    /// loading, on by default). Kyverno 1.19.1's answers, from `make
+    /// differential` (seed 1: cpol-78, cpol-82, cpol-208): a failing read that
+    /// nothing names, or that only the patch names when the preconditions do
+    /// not hold, is no error; named, it fails the rule.
+    #[test]
+    fn an_entry_is_loaded_when_a_query_first_names_it() {
+        let gone = json!({"name": "gone", "apiCall": {"urlPath": "/api/v1/nodes/node-gone", "jmesPath": "metadata.name"}});
+        let failed = |response: &ValidationResponse| {
+            response.mutated_object.is_none()
+                && response
+                    .warnings
+                    .iter()
+                    .flatten()
+                    .any(|w| w.contains("context \"gone\""))
+        };
+        let response = run(
+            "binding.json",
+            annotate_with(json!([gone.clone()]), "fixed"),
+        );
+        assert_eq!(annotations(&response)["out"], "fixed");
+        assert_eq!(response.warnings, None);
+        let not_met = rule(json!({"match": binding_match(), "context": [gone.clone()],
+            "preconditions": {"all": [{"key": "{{ request.object.metadata.name }}", "operator": "Equals", "value": "other"}]},
+            "mutate": {"patchStrategicMerge": {"metadata": {"annotations": {"out": "{{ gone }}"}}}}}));
+        let response = run("binding.json", not_met);
+        assert!(
+            response.accepted && response.mutated_object.is_none() && response.warnings.is_none(),
+            "{response:?}"
+        );
+        let response = run(
+            "binding.json",
+            annotate_with(json!([gone.clone()]), "{{ gone }}"),
+        );
+        assert!(failed(&response), "{response:?}");
+        // Named by the variable after it, which the patch names.
+        let chained = json!([gone, {"name": "v", "variable": {"jmesPath": "gone"}}]);
+        let response = run("binding.json", annotate_with(chained, "{{ v }}"));
+        assert!(failed(&response), "{response:?}");
+    }
+
     #[test]
     fn api_call_default_when_the_read_fails() {
         let context = json!([{"name": "x", "apiCall": {"urlPath": "/api/v1/nodes/missing", "jmesPath": "metadata.name", "default": "none"}}]);
