@@ -147,7 +147,7 @@ const ERRORS: &[(&str, &str)] = &[
         "insert failed: key 1 already exists",
     ),
     (
-        "[0, 0u].transformMapEntry(i, v, {v: i})",
+        "[dyn(0), dyn(0u)].transformMapEntry(i, v, {v: i})",
         "insert failed: key 0 already exists",
     ),
     // cel-go's test runs with the strings extension's latest version; the

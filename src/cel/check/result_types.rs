@@ -12,6 +12,8 @@ use crate::cel::syntax::ast::children;
 
 /// Why a value of type `ty`, at `place`, cannot be what that place needs.
 pub fn mismatch(place: Place, ty: &Ty) -> Option<String> {
+    // What Kyverno's reads give is checked when it runs, as `dyn` is.
+    let ty = if *ty == Ty::Any { &Ty::Dyn } else { ty };
     let (wanted, fits) = match place {
         Place::MatchCondition(_) | Place::TargetCondition(_) => {
             ("a bool", matches!(ty, Ty::Bool | Ty::Dyn))

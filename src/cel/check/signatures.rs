@@ -75,12 +75,12 @@ pub(in crate::cel) fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>
             }
         }
         ("@in", [element, container]) => match container {
-            Dyn | Object | Declared(_) => Ok(Bool),
+            Dyn | Any | Object | Declared(_) => Ok(Bool),
             List(item) | Map(item, _) if fits(element, item) => Ok(Bool),
             _ => Err(()),
         },
         ("_[_]", [container, index]) => match container {
-            Dyn | Object | Declared(_) => Ok(Dyn),
+            Dyn | Any | Object | Declared(_) => Ok(Dyn),
             List(item) if fits(index, &Int) || matches!(index, Uint) => Ok(*item.clone()),
             Map(key, value) if fits(index, key) => Ok(*value.clone()),
             _ => Err(()),
@@ -190,6 +190,15 @@ pub(in crate::cel) fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty
         // extension (version 2) has no `reverse`.
         ("reverse", true) => vec![(vec![list()], list())],
         ("strings.quote", false) => vec![(vec![String], String)],
+        // Kyverno's reads give `map(string, google.protobuf.Any)`, whatever
+        // their arguments (apiVersion, resource, namespace, name; or a GVR).
+        (
+            "resource.Get" | "resource.get" | "resource.List" | "resource.list" | "resource.Post"
+            | "resource.post",
+            false,
+        ) => (2..=4)
+            .map(|n| (vec![Dyn; n], Map(Box::new(String), Box::new(Any))))
+            .collect(),
         _ => return None,
     })
 }

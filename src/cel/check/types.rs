@@ -25,6 +25,10 @@ pub(crate) enum Ty {
     JsonPatch,
     /// `request`, `namespaceObject` and their parts.
     Declared(Declared),
+    /// `google.protobuf.Any`, the values of the maps Kyverno's `resource`
+    /// functions give: like `dyn`, except that a comprehension cannot range
+    /// over it (cel-go refuses `resource.List(...).items.map(...)`).
+    Any,
 }
 
 impl fmt::Display for Ty {
@@ -62,6 +66,7 @@ impl Ty {
             Ty::Object => "Object",
             Ty::JsonPatch => "JSONPatch",
             Ty::Declared(_) => "object",
+            Ty::Any => "any",
         }
     }
 
@@ -74,7 +79,7 @@ impl Ty {
 /// everything and everything fits `dyn`.
 pub(in crate::cel) fn fits(a: &Ty, b: &Ty) -> bool {
     match (a, b) {
-        (Ty::Dyn, _) | (_, Ty::Dyn) => true,
+        (Ty::Dyn | Ty::Any, _) | (_, Ty::Dyn | Ty::Any) => true,
         (Ty::List(a), Ty::List(b)) => fits(a, b),
         (Ty::Map(ka, va), Ty::Map(kb, vb)) => fits(ka, kb) && fits(va, vb),
         _ => a == b,

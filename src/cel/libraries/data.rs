@@ -166,7 +166,7 @@ mod tests {
             ("json.unmarshal('')", None),
             ("json.unmarshal('{')", None),
             (
-                r#"json.marshal({'b': [1, 'x'], 'a': true})"#,
+                r#"json.marshal({'b': dyn([dyn(1), dyn('x')]), 'a': dyn(true)})"#,
                 s(r#"{"a":true,"b":[1,"x"]}"#),
             ),
             (

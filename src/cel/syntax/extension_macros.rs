@@ -139,9 +139,12 @@ mod tests {
         ok("math.greatest(-5)", "-5");
         ok("math.greatest(1, 1u)", "1");
         ok("math.greatest(-42.0, -21.5, -100.0)", "-21.5");
-        ok("math.greatest([1, 2u, 3.5])", "3.5");
-        ok("math.least(5.4, 10, 3u, -5.0, 9223372036854775807)", "-5.0");
-        ok("math.least([-1.0, 2u])", "-1.0");
+        ok("math.greatest([dyn(1), dyn(2u), dyn(3.5)])", "3.5");
+        ok(
+            "math.least(dyn(5.4), dyn(10), dyn(3u), dyn(-5.0), dyn(9223372036854775807))",
+            "-5.0",
+        );
+        ok("math.least([dyn(-1.0), dyn(2u)])", "-1.0");
         ok("math.greatest(dyn([1, 2, 3]))", "3");
         ok(
             "[3, 1, 2].map(x, x * 2).exists(x, x == math.greatest(1, 6))",
@@ -183,7 +186,7 @@ mod tests {
     #[test]
     fn sort_by_orders_by_the_keys() {
         ok(
-            "[{'n': 'b', 'v': 2}, {'n': 'a', 'v': 1}].sortBy(e, e.v).map(e, e.n)",
+            "[{'n': dyn('b'), 'v': dyn(2)}, {'n': dyn('a'), 'v': dyn(1)}].sortBy(e, e.v).map(e, e.n)",
             "['a', 'b']",
         );
         ok(
@@ -198,7 +201,7 @@ mod tests {
         );
         // Stable: equal keys keep their order.
         ok(
-            "[[1, 'a'], [0, 'b'], [1, 'c']].sortBy(p, p[0]).map(p, p[1])",
+            "[[dyn(1), dyn('a')], [dyn(0), dyn('b')], [dyn(1), dyn('c')]].sortBy(p, p[0]).map(p, p[1])",
             "['b', 'a', 'c']",
         );
         assert!(eval("[1, 'a'].sortBy(x, x)").is_err(), "mixed keys");
