@@ -22,7 +22,11 @@ Kinds of seed (each a settings document, a request and a host answer):
          functions;
   mixed  several documents of those kinds under `policies`, with a
          PolicyException now and then, and the short form's `copy` beside
-         rules.
+         rules;
+  judged the cases `make differential`'s policy judges draw (generate.py's
+         map_cases, mpol_cases and cpol_cases, a third each: parameters,
+         PolicyExceptions, host reads, Kyverno's libraries), as the wasm host
+         is given them, the host answering with one of the case's resources.
 
 Requests are Pods (placed or not), Bindings, Deployments and Nodes, CREATE
 or UPDATE. The host answer (what every Node, resource or ConfigMap read
@@ -57,7 +61,7 @@ import generate  # noqa: E402
 # make fuzz runs with -max_len=16384: libFuzzer truncates longer inputs. Seeds
 # stay well under it, leaving the fuzzer room to insert.
 MAX_SEED = 8192
-DEFAULT_COUNTS = {"map": 600, "mpol": 600, "cpol": 1050, "mixed": 250}
+DEFAULT_COUNTS = {"map": 600, "mpol": 600, "cpol": 1050, "mixed": 250, "judged": 900}
 
 # ---- JMESPath for `{{ }}` -------------------------------------------------
 
@@ -775,8 +779,25 @@ def encode(request, settings, answer):
     return compact(request) + b"\0" + compact(settings) + b"\0" + answer.encode()
 
 
+def judged_seeds(n, seed):
+    """The policy judges' cases (a third each), as the wasm host is given
+    them; the host answers every read with one of the case's resources, or
+    with Seeds' answers where the case reads nothing."""
+    g = Seeds(seed * 1000 + 4)
+    third = -(-n // 3)
+    cases = (generate.map_cases(third, seed) + generate.mpol_cases(third, seed)
+             + generate.cpol_cases(third, seed))
+    for case in cases[:n]:
+        resources = case.get("resources")
+        answer = json.dumps(g.pick(resources), separators=(",", ":")) if resources else g.answer()
+        yield encode(generate.admission_request(case), generate.settings_of(case), answer)
+
+
 def seeds(counts, seed):
     """(kind, bytes) for every seed, the same for the same seed and counts."""
+    for data in judged_seeds(counts["judged"], seed):
+        if len(data) <= MAX_SEED:
+            yield "judged", data
     makers = {"map": lambda g: g.cel_seed("map"), "mpol": lambda g: g.cel_seed("mpol"),
               "cpol": lambda g: g.cpol_seed(), "mixed": lambda g: g.mixed_seed()}
     for offset, kind in enumerate(["map", "mpol", "cpol", "mixed"]):

@@ -26,6 +26,10 @@ IMAGES = ["nginx", "nginx:1.27", "registry.example.com/team/app:v2", "busybox@sh
           "ghcr.io/org/tool:latest"]
 
 
+# Expressions over a MutatingAdmissionPolicy's ConfigMap parameters.
+PARAMS_READS = ["params.data.team", "params.data[?'tier'].orValue('none')", "'team-' + params.data.team",
+                "params.data['tier']"]
+
 # The share of a policy judge's cases drawn from the unrestricted pools below,
 # which hold inputs the API server refuses (label values and keys, values of
 # the wrong type for their field, a field given twice, a renamed object);
@@ -41,6 +45,7 @@ class Gen:
         self.r = random.Random(seed)
         self.unrestricted_share = unrestricted_share
         self.unrestricted = True
+        self.params = None
 
     def start_case(self):
         if self.unrestricted_share is not None:
@@ -417,10 +422,13 @@ class Gen:
         return repr(self.pick(LABEL_KEYS + ["new-key", "example.com/added"]))
 
     def value_string(self, label):
-        """A string expression for a label (label=True) or an annotation."""
+        """A string expression for a label (label=True) or an annotation; with
+        `params` (a ConfigMap) declared, half of them read it."""
         values = ["'v'", "'zone-' + object.metadata.name", "object.metadata.?labels[?'app'].orValue('none')",
                   "string(size(object.metadata.?labels.orValue({})))", "''", "'ü'",
                   "object.metadata.labels['missing']"]
+        if self.params is not None and self.chance(0.5):
+            return self.pick(PARAMS_READS)
         return self.pick(self.pool([v for v in values if v != "'ü'"] if label else values, values))
 
     def json_patch(self, kind):
@@ -461,6 +469,10 @@ class Gen:
         unrestricted = self.start_case()
         kind = self.pick(["pod", "pod", "deployment", "node"])
         obj = getattr(self, kind)()
+        # A binding's parameters: here inline beside the document. Without
+        # paramKind (the unrestricted pool) an expression that reads `params`
+        # is refused by both.
+        self.params = self.params_configmap() if self.chance(0.25) else None
         group, resource = {"pod": ("", "pods"), "deployment": ("apps", "deployments"), "node": ("", "nodes")}[kind]
         mutations = []
         for _ in range(self.r.randint(1, 3)):
@@ -481,9 +493,57 @@ class Gen:
             spec["variables"] = [{"name": "a", "expression": "object.metadata.name"}]
         policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
                   "metadata": {"name": "differential"}, "spec": spec}
-        return {"id": f"map-{i}", "op": "mutate", "policy": policy, "object": obj,
+        case = {"id": f"map-{i}", "op": "mutate", "policy": policy, "object": obj,
                 "resource": {"group": group, "version": "v1", "resource": resource}, "operation": "CREATE",
                 "unrestricted": unrestricted}
+        if self.params is not None:
+            if not (unrestricted and self.chance(0.3)):
+                spec["paramKind"] = {"apiVersion": "v1", "kind": "ConfigMap"}
+                case["params"] = self.params
+            self.params = None
+        return case
+
+    def params_configmap(self):
+        data = {"team": self.pick(["web", "platform", "data"])}
+        if self.chance(0.5):
+            data["tier"] = self.pick(["gold", "silver"])
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "params", "namespace": "default"},
+                "data": data}
+
+
+# ---- what a case means to the policy -----------------------------------
+
+def admission_request(case):
+    """The AdmissionRequest kube-apiserver sends for the case (the judges
+    build theirs from the same fields)."""
+    obj = case["object"]
+    api_version = obj.get("apiVersion", "")
+    group, _, version = api_version.rpartition("/")
+    kind = {"group": group, "version": version, "kind": obj.get("kind", "")}
+    meta = obj.get("metadata", {})
+    operation = case.get("operation", "CREATE")
+    request = {"uid": "", "kind": kind, "resource": case["resource"], "requestKind": kind,
+               "requestResource": case["resource"], "name": meta.get("name", ""),
+               "namespace": meta.get("namespace", ""), "operation": operation,
+               "userInfo": {"username": "system:kube-scheduler", "groups": ["system:authenticated"]},
+               "object": obj, "oldObject": case.get("oldObject"), "dryRun": False,
+               "options": {"apiVersion": "meta.k8s.io/v1",
+                           "kind": "UpdateOptions" if operation == "UPDATE" else "CreateOptions"}}
+    if case.get("subResource"):
+        request["subResource"] = request["requestSubResource"] = case["subResource"]
+    return request
+
+
+def settings_of(case):
+    """The policy's settings for a case: its document, with a binding's
+    parameters inline beside it, and beside it under `policies` the
+    PolicyExceptions that name it."""
+    policy = case["policy"]
+    if "params" in case:
+        policy = dict(policy, params=case["params"])
+    if case.get("exceptions"):
+        return {"policies": [policy] + case["exceptions"]}
+    return policy
 
 
 def cel_cases(n, seed):
@@ -520,7 +580,86 @@ JMES_NUMBERS = ["length(request.object.metadata.name)", "sum(`[1, 2]`)", "compar
 JMES_NOT_LABELS = ["base64_encode('ab')", "request.object.spec.containers[0].image"]
 
 
+# Kyverno's CEL libraries in a MutatingPolicy: expressions that give an
+# annotation's value (a string). The unrestricted pool adds `http`, which this
+# policy refuses at load.
+KYVERNO_LIBRARY_STRINGS = [
+    "string(json.unmarshal('{\"a\": 1, \"b\": [true, null]}').a)",
+    "json.marshal({'name': object.metadata.name, 'n': dyn(2)})",
+    "json.marshal(json.unmarshal('{\"n\": 2, \"s\": \"x\"}'))",
+    "string(yaml.parse('a: [1, 2]\\nb: x').b)",
+    "json.marshal(yaml.parse('k: v\\nn: 1.5'))",
+    "hash.sha256(object.metadata.name)", "sha1('kyverno')", "hash.md5(object.metadata.name + '-x')",
+    "string(math.round(10.125, 2))", "string(math.round(double(size(object.metadata.name)) / 3.0, 1))",
+    "image('nginx:1.27').tag()", "image('registry.example.com/team/app:v2').registry()",
+    "string(isImage('Not An Image!'))", "parseImageReference('busybox').repository()",
+    "user.parseServiceAccount('system:serviceaccount:ns1:sa1').Name", "parseServiceAccount('alice').Namespace",
+    "string(time.truncate(timestamp('2024-05-06T07:08:09Z'), duration('1h')))",
+    "time.toCron(timestamp('2024-05-06T07:08:09Z'))",
+    "regex.replace(object.metadata.name, '-', '_')", "base64.encode(bytes(object.metadata.name))",
+    "gzip.decompress(gzip.compress(object.metadata.name))",
+    "size(random('[a-z]{4}')) == 4 ? 'four' : 'other'",
+]
+KYVERNO_LIBRARY_REFUSED = ["string(http.Get('http://127.0.0.1:9/').status)"]
+
+# What a MutatingPolicy's host reads see: the cluster the case's `resources`
+# give both sides (Kyverno's fake context provider and client, the wasm host's
+# in-memory cluster). The second lacks team-a's ConfigMap.
+READ_NODE = {"apiVersion": "v1", "kind": "Node",
+             "metadata": {"name": "node-a", "labels": {"topology.kubernetes.io/zone": "us-east-1a",
+                                                       "topology.kubernetes.io/region": "us-east-1",
+                                                       "node.kubernetes.io/instance-type": "m5.large"}}}
+
+
+def read_configmap(namespace, team):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": namespace},
+            "data": {"team": team, "tier": "gold"}}
+
+
+READ_CLUSTERS = [[READ_NODE, read_configmap("default", "platform"), read_configmap("team-a", "data")],
+                 [READ_NODE, read_configmap("default", "platform")]]
+
+# A variable `r` read through `resource`, and an annotation value over it.
+MPOL_READS = [
+    ("resource.Get('v1', 'nodes', '', 'node-a')",
+     "variables.r.metadata.labels[?'topology.kubernetes.io/zone'].orValue('none')"),
+    ("resource.get('v1', 'nodes', '', 'node-a').metadata.labels", "variables.r['node.kubernetes.io/instance-type']"),
+    ("resource.Get('v1', 'nodes', '', 'node-gone')", "string(variables.r.metadata.name)"),
+    ("resource.Get('v1', 'configmaps', object.metadata.namespace, 'cm')", "variables.r.data.team"),
+    ("resource.List('v1', 'configmaps', 'default')", "string(size(variables.r.items))"),
+    # Kyverno refuses a comprehension over what a read gives (its type is
+    # google.protobuf.Any) unless made `dyn`.
+    ("resource.List('v1', 'configmaps', object.metadata.namespace)",
+     "variables.r.items.map(i, i.data.team).join(',')"),
+    ("resource.List('v1', 'configmaps', object.metadata.namespace)",
+     "dyn(variables.r.items).map(i, i.data.team).join(',')"),
+]
+
+# ClusterPolicy context entries over the same cluster: (entry, annotation value).
+CPOL_READS = [
+    ({"apiCall": {"urlPath": "/api/v1/nodes/node-a",
+                  "jmesPath": "metadata.labels.\"topology.kubernetes.io/zone\""}}, "{{ r }}"),
+    ({"apiCall": {"urlPath": "/api/v1/nodes/node-gone", "jmesPath": "metadata.name"}}, "{{ r }}"),
+    ({"apiCall": {"urlPath": "/api/v1/nodes/node-gone", "jmesPath": "metadata.name", "default": "none"}}, "{{ r }}"),
+    ({"apiCall": {"urlPath": "/api/v1/namespaces/{{ request.object.metadata.namespace }}/configmaps/cm",
+                  "jmesPath": "data.team"}}, "team-{{ r }}"),
+    ({"apiCall": {"urlPath": "/api/v1/namespaces/default/configmaps", "jmesPath": "items | length(@)"}},
+     "n-{{ r }}"),
+    ({"configMap": {"name": "cm", "namespace": "default"}}, "{{ r.data.team }}"),
+    ({"configMap": {"name": "cm", "namespace": "{{ request.object.metadata.namespace }}"}}, "{{ r.data.tier }}"),
+]
+
+
 class KyvernoGen(Gen):
+    def __init__(self, seed, unrestricted_share=None, host_reads=False):
+        """`host_reads`: policies also read the cluster (`resources`), use
+        Kyverno's libraries and come with PolicyExceptions; off, the
+        generator draws what it always drew (the Kyverno judge's ClusterPolicies)."""
+        super().__init__(seed, unrestricted_share)
+        self.host_reads = host_reads
+        self.resources = None
+        self.exceptions = []
+
     def mpol(self, kind):
         group, version, resource, _ = KINDS[kind]
         mutations = []
@@ -538,8 +677,36 @@ class KyvernoGen(Gen):
                 "has(object.metadata.labels)", "object.metadata.name.startsWith('pod-1')", "true"])}]
         if self.chance(0.3):
             spec["variables"] = [{"name": "a", "expression": "object.metadata.name"}]
+        if self.host_reads:
+            self.mpol_extensions(kind, spec)
         return {"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy",
                 "metadata": {"name": "differential"}, "spec": spec}
+
+    def mpol_extensions(self, kind, spec):
+        def annotate(value):
+            spec["mutations"].append({"patchType": "ApplyConfiguration", "applyConfiguration": {
+                "expression": f"Object{{metadata: Object.metadata{{annotations: {{'example.com/v': {value}}}}}}}"}})
+        if self.chance(0.3):
+            spec["failurePolicy"] = "Fail"
+        if self.chance(0.35):
+            libraries = KYVERNO_LIBRARY_STRINGS + (["image(object.spec.containers[0].image).repository()"]
+                                                   if kind == "pod" else [])
+            annotate(self.pick(self.pool(libraries, libraries + KYVERNO_LIBRARY_REFUSED)))
+        if self.chance(0.3):
+            variable, value = self.pick(MPOL_READS)
+            spec.setdefault("variables", []).append({"name": "r", "expression": variable})
+            annotate(value)
+            self.resources = self.pick(READ_CLUSTERS)
+        if self.chance(0.15):
+            conditions = self.pick([[], [{"name": "e", "expression": "object.metadata.name.startsWith('pod-1')"}],
+                                    [{"name": "e", "expression": "has(object.metadata.labels)"}],
+                                    [{"name": "e", "expression": "object.metadata.labels['app'] == 'web'"}]])
+            # v1beta1: Kyverno 1.19.1's CLI loader, which the judge loads
+            # through, knows no other version (its cluster's CRD serves v1 too).
+            self.exceptions = [{"apiVersion": "policies.kyverno.io/v1beta1", "kind": "PolicyException",
+                                "metadata": {"name": "skip", "namespace": "default"},
+                                "spec": {"policyRefs": [{"name": "differential", "kind": "MutatingPolicy"}],
+                                         "matchConditions": conditions}}]
 
     def value(self, label):
         """A value for a label (label=True) or an annotation: the valid pool
@@ -623,6 +790,11 @@ class KyvernoGen(Gen):
             jmes = self.pick(self.pool([j for j in JMES if j not in JMES_NUMBERS], JMES))
             rule["context"] = [{"name": "n", "variable": {"jmesPath": jmes, "default": "d"}}]
             rule["mutate"] = {"patchStrategicMerge": {"metadata": {"annotations": {"ctx": "{{ n }}"}}}}
+        if self.host_reads and self.chance(0.3):
+            entry, value = self.pick(CPOL_READS)
+            rule.setdefault("context", []).insert(0, dict({"name": "r"}, **json.loads(json.dumps(entry))))
+            rule["mutate"] = {"patchStrategicMerge": {"metadata": {"annotations": {"example.com/read": value}}}}
+            self.resources = self.pick(READ_CLUSTERS)
         return rule
 
     def cpol(self, kind):
@@ -633,20 +805,27 @@ class KyvernoGen(Gen):
 def kyverno_cases(n, seed, make_policy, prefix, pool=None):
     """Cases over a pool of policies (each new MutatingPolicy costs Kyverno a
     compile of a second): case i runs policy i % pool over a new object."""
-    g = KyvernoGen(seed, UNRESTRICTED_SHARE)
+    g = KyvernoGen(seed, UNRESTRICTED_SHARE, host_reads=True)
     policies = []
     for i in range(min(n, pool or n)):
         unrestricted = g.start_case()
         kind = g.pick(["pod", "pod", "deployment", "node"])
-        policies.append((kind, make_policy(g, kind), unrestricted))
+        g.resources, g.exceptions = None, []
+        policy = make_policy(g, kind)
+        policies.append((kind, policy, unrestricted, g.resources, g.exceptions))
     cases = []
     for i in range(n):
-        kind, policy, unrestricted = policies[i % len(policies)]
+        kind, policy, unrestricted, resources, exceptions = policies[i % len(policies)]
         obj = getattr(g, kind)()
         group, version, resource, _ = KINDS[kind]
-        cases.append({"id": f"{prefix}-{i}", "policy": policy, "object": obj,
-                      "resource": {"group": group, "version": version, "resource": resource},
-                      "operation": "CREATE", "unrestricted": unrestricted})
+        case = {"id": f"{prefix}-{i}", "policy": policy, "object": obj,
+                "resource": {"group": group, "version": version, "resource": resource},
+                "operation": "CREATE", "unrestricted": unrestricted}
+        if resources:
+            case["resources"] = resources
+        if exceptions:
+            case["exceptions"] = exceptions
+        cases.append(case)
     return cases
 
 

@@ -73,7 +73,7 @@ def policy_cel(cases):
         cases_path, answers_path = os.path.join(tmp, "cases.jsonl"), os.path.join(tmp, "answers.jsonl")
         with open(cases_path, "w") as f:
             for case in cases:
-                f.write(json.dumps(dict(case, request=admission_request(case))) + "\n")
+                f.write(json.dumps(dict(case, request=generate.admission_request(case))) + "\n")
         env = dict(os.environ, DIFFERENTIAL_CASES=cases_path, DIFFERENTIAL_ANSWERS=answers_path)
         out = subprocess.run(["cargo", "test", "--quiet", "--lib", "--", "--ignored", "--exact",
                               "testing::cel_differential::differential_cel"],
@@ -351,27 +351,6 @@ def report_kinds(kinds, reference_name, report, still_differs):
 
 # ---- MutatingAdmissionPolicy ------------------------------------------------
 
-def admission_request(case):
-    """The AdmissionRequest kube-apiserver sends for the case (the judges
-    build theirs from the same fields)."""
-    obj = case["object"]
-    api_version = obj.get("apiVersion", "")
-    group, _, version = api_version.rpartition("/")
-    kind = {"group": group, "version": version, "kind": obj.get("kind", "")}
-    meta = obj.get("metadata", {})
-    operation = case.get("operation", "CREATE")
-    request = {"uid": "", "kind": kind, "resource": case["resource"], "requestKind": kind,
-               "requestResource": case["resource"], "name": meta.get("name", ""),
-               "namespace": meta.get("namespace", ""), "operation": operation,
-               "userInfo": {"username": "system:kube-scheduler", "groups": ["system:authenticated"]},
-               "object": obj, "oldObject": case.get("oldObject"), "dryRun": False,
-               "options": {"apiVersion": "meta.k8s.io/v1",
-                           "kind": "UpdateOptions" if operation == "UPDATE" else "CreateOptions"}}
-    if case.get("subResource"):
-        request["subResource"] = request["requestSubResource"] = case["subResource"]
-    return request
-
-
 def map_outcome(reference):
     """What the API server does with the request: (verdict, object); a
     panic or an answer the judge does not give is a crash."""
@@ -411,6 +390,13 @@ def refused_by_api_server(cases, objects):
     return refused
 
 
+def policy_requests(cases):
+    """What the wasm host is given for each case: settings, the AdmissionRequest,
+    and the objects its cluster holds for the policy's reads."""
+    return [{"id": c["id"], "settings": generate.settings_of(c), "request": generate.admission_request(c),
+             "resources": c.get("resources") or []} for c in cases]
+
+
 def run_map(n, seed, wasm, report):
     return run_map_cases(as_served(generate.map_cases(n, seed)), wasm, report)
 
@@ -418,8 +404,7 @@ def run_map(n, seed, wasm, report):
 def run_map_cases(cases, wasm, report):
     tally = Tally("mutating-admission-policy")
     reference = oracle(cases)
-    requests = [{"id": c["id"], "settings": c["policy"], "request": admission_request(c)} for c in cases]
-    ours = policy_wasm(requests, wasm)
+    ours = policy_wasm(policy_requests(cases), wasm)
     # The policy's objects, decoded and encoded as the API server would.
     normalize = [{"id": c["id"], "op": "normalize", "object": ours[c["id"]].get("object")}
                  for c in cases if ours[c["id"]].get("object") is not None]
@@ -519,10 +504,10 @@ def policy_outcome(case, mine):
 def run_kyverno(judge, cases, wasm, report):
     """A Kyverno judge: each case through Kyverno's engine and policy.wasm."""
     tally = Tally(judge)
-    reference = kyverno_oracle([{"id": c["id"], "policy": c["policy"], "resource": c["object"],
+    reference = kyverno_oracle([{"id": c["id"], "policy": c["policy"], "policies": c.get("exceptions") or [],
+                                 "resources": c.get("resources") or [], "resource": c["object"],
                                  "operation": c["operation"]} for c in cases])
-    requests = [{"id": c["id"], "settings": c["policy"], "request": admission_request(c)} for c in cases]
-    ours = policy_wasm(requests, wasm)
+    ours = policy_wasm(policy_requests(cases), wasm)
     refused = refused_by_api_server(cases, {c["id"]: kyverno_outcome(c, reference[c["id"]])[1] for c in cases})
     for case in cases:
         tally.share(case, case["id"] in refused)

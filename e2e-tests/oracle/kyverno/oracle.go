@@ -59,6 +59,8 @@ type Case struct {
 	// MutatingPolicy/NamespacedMutatingPolicy document. Policies, when given instead, are
 	// several, applied as `kyverno test` applies a test's policies: the kyverno.io ones in
 	// order, then the MutatingPolicies in order, each on what the ones before left.
+	// A policies.kyverno.io PolicyException among them applies to the MutatingPolicies
+	// its policyRefs name, as Kyverno's webhook applies the exceptions it lists.
 	Policy   json.RawMessage   `json:"policy"`
 	Policies []json.RawMessage `json:"policies"`
 	Resource json.RawMessage   `json:"resource"`
@@ -128,10 +130,11 @@ type Oracle struct {
 }
 
 type loadedPolicy struct {
-	kyverno kyvernov1.PolicyInterface
-	mpol    policiesv1beta1.MutatingPolicyLike
-	refused string
-	invalid string
+	kyverno   kyvernov1.PolicyInterface
+	mpol      policiesv1beta1.MutatingPolicyLike
+	exception *policiesv1beta1.PolicyException
+	refused   string
+	invalid   string
 }
 
 type providerEntry struct {
@@ -231,6 +234,7 @@ func (o *Oracle) answer(c *Case) Answer {
 	}
 	var kyvernoPolicies []kyvernov1.PolicyInterface
 	var mpols []policiesv1beta1.MutatingPolicyLike
+	var exceptions []*policiesv1beta1.PolicyException
 	var mpolKey []byte
 	for _, raw := range raws {
 		lp := o.loadPolicy(raw)
@@ -240,12 +244,19 @@ func (o *Oracle) answer(c *Case) Answer {
 		if lp.refused != "" {
 			return Answer{Status: statusRefused, Message: lp.refused}
 		}
-		if lp.kyverno != nil {
+		switch {
+		case lp.kyverno != nil:
 			kyvernoPolicies = append(kyvernoPolicies, lp.kyverno.CreateDeepCopy())
-		} else {
+		case lp.exception != nil:
+			exceptions = append(exceptions, lp.exception)
+			mpolKey = append(append(mpolKey, raw...), 0)
+		default:
 			mpols = append(mpols, lp.mpol)
 			mpolKey = append(append(mpolKey, raw...), 0)
 		}
+	}
+	if len(kyvernoPolicies) == 0 && len(mpols) == 0 {
+		return Answer{Status: statusInvalid, Message: "case has no policy, only exceptions"}
 	}
 
 	// The admitted resource, with its numbers made float64 as the CLI's resource loading
@@ -362,7 +373,7 @@ func (o *Oracle) answer(c *Case) Answer {
 			libsCtx, ctxID = fc.celContext, fc.id
 		}
 		libs.LibraryContext = libsCtx
-		entry := o.mpolProvider(fmt.Sprintf("%d\x00%s", ctxID, mpolKey), mpols, libsCtx)
+		entry := o.mpolProvider(fmt.Sprintf("%d\x00%s", ctxID, mpolKey), mpols, exceptions, libsCtx)
 		if entry.refused != "" {
 			return Answer{Status: statusRefused, Message: entry.refused}
 		}
@@ -468,13 +479,18 @@ func loadPolicyUncached(raw json.RawMessage) *loadedPolicy {
 		}
 		return &loadedPolicy{refused: strings.Join(msgs, "; ")}
 	}
-	count := len(results.Policies) + len(results.MutatingPolicies)
+	count := len(results.Policies) + len(results.MutatingPolicies) + len(results.PolicyCelExceptions)
 	others := len(results.VAPs) + len(results.VAPBindings) + len(results.MAPs) + len(results.MAPBindings) +
 		len(results.ValidatingPolicies) + len(results.ImageValidatingPolicies) + len(results.GeneratingPolicies) +
 		len(results.DeletingPolicies) + len(results.CleanupPolicies) + len(results.PolicyExceptions) +
-		len(results.PolicyCelExceptions) + len(results.EnvoyPolicies) + len(results.HTTPPolicies)
+		len(results.EnvoyPolicies) + len(results.HTTPPolicies)
 	if count != 1 || others != 0 {
-		return &loadedPolicy{invalid: fmt.Sprintf("a policy document must be one kyverno.io ClusterPolicy/Policy or one policies.kyverno.io MutatingPolicy/NamespacedMutatingPolicy (found %d of those and %d others)", count, others)}
+		return &loadedPolicy{invalid: fmt.Sprintf("a policy document must be one kyverno.io ClusterPolicy/Policy, one policies.kyverno.io MutatingPolicy/NamespacedMutatingPolicy or one policies.kyverno.io PolicyException (found %d of those and %d others)", count, others)}
+	}
+	if len(results.PolicyCelExceptions) == 1 {
+		// Kyverno's engine reads an exception when it compiles the policies it names
+		// (mpol engine.NewProvider): nothing more is validated here.
+		return &loadedPolicy{exception: results.PolicyCelExceptions[0]}
 	}
 	if len(results.Policies) == 1 {
 		pol := results.Policies[0]
@@ -493,12 +509,12 @@ func loadPolicyUncached(raw json.RawMessage) *loadedPolicy {
 	return &loadedPolicy{mpol: mpol}
 }
 
-func (o *Oracle) mpolProvider(key string, mpols []policiesv1beta1.MutatingPolicyLike, libsCtx libs.Context) providerEntry {
+func (o *Oracle) mpolProvider(key string, mpols []policiesv1beta1.MutatingPolicyLike, exceptions []*policiesv1beta1.PolicyException, libsCtx libs.Context) providerEntry {
 	if entry, ok := o.providers[key]; ok {
 		return entry
 	}
 	var entry providerEntry
-	provider, err := mpolengine.NewProvider(mpolcompiler.NewCompiler(), mpols, nil, libsCtx)
+	provider, err := mpolengine.NewProvider(mpolcompiler.NewCompiler(), mpols, exceptions, libsCtx)
 	if err != nil {
 		entry.refused = err.Error()
 	} else {
