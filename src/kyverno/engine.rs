@@ -13,7 +13,7 @@ use super::field_paths;
 use super::jmes::Functions;
 use super::matching::matches;
 use super::patch::{Skip, parse_json6902, strategic_merge};
-use super::queries::{self, Deferred, condition_expressions};
+use super::queries::{self, Deferred};
 use super::references::ConfigMapMasks;
 use super::spec::{ApiCall, Condition, Conditions, ContextEntry, ForeachSpec, RuleSpec};
 use super::variables::{At, substitute, substitute_patch, substitute_str, substitute_str_at};
@@ -89,8 +89,7 @@ impl Engine<'_> {
         }
         let mut scope = Scope::new(request, &facts.user().username, object);
         let mut deferred = Deferred::default().with(&rule.context);
-        let mut queries = Vec::new();
-        condition_expressions(rule.preconditions.as_ref(), &mut queries);
+        let queries = queries::condition_queries(rule.preconditions.as_ref());
         self.load_named(&mut deferred, &queries, &mut scope, cluster)?;
         if let Some(conditions) = &rule.preconditions
             && !conditions_hold(rt, conditions, &scope.var())?
@@ -193,8 +192,7 @@ impl Engine<'_> {
             // Each iteration loads what it names afresh: a rule's entry
             // named first in a loop sees the iteration's `element`.
             let mut in_scope = deferred.with(&each.context);
-            let mut queries = Vec::new();
-            condition_expressions(each.preconditions.as_ref(), &mut queries);
+            let queries = queries::condition_queries(each.preconditions.as_ref());
             self.load_named(&mut in_scope, &queries, &mut scoped, cluster)?;
             if let Some(conditions) = &each.preconditions
                 && !conditions_hold(rt, conditions, &scoped.var())?

@@ -73,6 +73,59 @@ pub fn names(query: &str, name: &str) -> bool {
     })
 }
 
+/// The queries in a settings value as Kyverno runs them: each outermost
+/// `{{ ... }}` with the ones it nests, which are run first and name entries
+/// too (`{{ zones.data."{{zone}}" }}` names `zones` and `zone`).
+fn queries_in(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(text) => {
+            let mut depth = 0usize;
+            let mut start = 0;
+            let mut at = 0;
+            while let Some(rest) = text.get(at..) {
+                if rest.len() < 2 {
+                    break;
+                }
+                let escaped = at > 0 && text.get(at - 1..at) == Some("\\");
+                if rest.starts_with("{{") && !(depth == 0 && escaped) {
+                    if depth == 0 {
+                        start = at + 2;
+                    }
+                    depth += 1;
+                    at += 2;
+                } else if rest.starts_with("}}") && depth > 0 {
+                    depth -= 1;
+                    if depth == 0 {
+                        out.extend(text.get(start..at).map(str::to_string));
+                    }
+                    at += 2;
+                } else {
+                    at += rest.chars().next().map_or(1, char::len_utf8);
+                }
+            }
+            if depth > 0 {
+                out.extend(text.get(start..).map(str::to_string));
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| queries_in(item, out)),
+        Value::Object(map) => map.iter().for_each(|(key, item)| {
+            queries_in(&Value::String(key.clone()), out);
+            queries_in(item, out);
+        }),
+        _ => {}
+    }
+}
+
+/// The queries the preconditions make.
+pub fn condition_queries(conditions: Option<&Conditions>) -> Vec<String> {
+    let mut out = Vec::new();
+    for condition in conditions_of(conditions) {
+        queries_in(&condition.key, &mut out);
+        queries_in(&condition.value, &mut out);
+    }
+    out
+}
+
 /// The queries loading an entry makes over the context: its `{{ }}`
 /// expressions, and a variable's JMESPath, which Kyverno runs over the
 /// context when the variable has no `value`.
@@ -80,7 +133,7 @@ pub fn queries_of(entry: &ContextEntry) -> Vec<String> {
     let mut out = Vec::new();
     let mut texts = |value: Option<&Value>| {
         if let Some(value) = value {
-            variables::expressions(value, &mut out);
+            queries_in(value, &mut out);
         }
     };
     let text = |s: &Option<String>| s.as_ref().map(|s| Value::String(s.clone()));
@@ -152,8 +205,8 @@ fn context_expressions(entries: &[ContextEntry], out: &mut Vec<String>) {
     }
 }
 
-pub fn condition_expressions(conditions: Option<&Conditions>, out: &mut Vec<String>) {
-    let list: Vec<&Condition> = match conditions {
+fn conditions_of(conditions: Option<&Conditions>) -> Vec<&Condition> {
+    match conditions {
         Some(Conditions::List(all)) => all.iter().collect(),
         Some(Conditions::Blocks(b)) => b
             .any
@@ -162,8 +215,11 @@ pub fn condition_expressions(conditions: Option<&Conditions>, out: &mut Vec<Stri
             .chain(b.all.iter().flatten())
             .collect(),
         None => Vec::new(),
-    };
-    for condition in list {
+    }
+}
+
+fn condition_expressions(conditions: Option<&Conditions>, out: &mut Vec<String>) {
+    for condition in conditions_of(conditions) {
         variables::expressions(&condition.key, out);
         variables::expressions(&condition.value, out);
     }
@@ -177,7 +233,12 @@ pub fn mutation_queries(
     loops: Option<&[ForeachSpec]>,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    patch_expressions(strategic, json6902, &mut out);
+    if let Some(patch) = strategic {
+        queries_in(patch, &mut out);
+    }
+    if let Some(text) = json6902 {
+        queries_in(&Value::String(text.to_string()), &mut out);
+    }
     out.extend(loops.into_iter().flatten().map(|each| each.list.clone()));
     out
 }
@@ -210,6 +271,17 @@ fn foreach_expressions(loops: Option<&[ForeachSpec]>, out: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nested_queries_are_queries_too() {
+        let mut out = Vec::new();
+        queries_in(
+            &serde_json::json!({"a": "{{ zones.data.\"{{zone}}\" }}-x", "b": ["\\{{ no }} {{ n }}", "{{ open"]}),
+            &mut out,
+        );
+        assert_eq!(out, [" zones.data.\"{{zone}}\" ", " n ", " open"]);
+        assert!(names(&out[0], "zone") && names(&out[0], "zones"));
+    }
 
     #[test]
     fn a_query_names_an_entry_as_kyvernos_matcher_reads_it() {
