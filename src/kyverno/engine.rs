@@ -89,22 +89,20 @@ impl Engine<'_> {
         }
         let mut scope = Scope::new(request, &facts.user().username, object);
         let mut deferred = Deferred::default().with(&rule.context);
-        let queries = queries::condition_queries(rule.preconditions.as_ref());
-        self.load_named(&mut deferred, &queries, &mut scope, cluster)?;
-        if let Some(conditions) = &rule.preconditions
-            && !conditions_hold(rt, conditions, &scope.var())?
-        {
+        let mutation_queries = rule.mutate.as_ref().map_or_else(Vec::new, |mutate| {
+            queries::mutation_queries(
+                mutate.patch_strategic_merge.as_ref(),
+                mutate.patches_json6902.as_deref(),
+                mutate.foreach.as_deref(),
+            )
+        });
+        let ready = (rule.preconditions.as_ref(), &mutation_queries[..]);
+        if !self.preconditions_hold(ready, &mut deferred, &mut scope, cluster)? {
             return Ok(RuleResult::Skipped);
         }
         let Some(mutate) = &rule.mutate else {
             return Ok(RuleResult::Skipped);
         };
-        let queries = queries::mutation_queries(
-            mutate.patch_strategic_merge.as_ref(),
-            mutate.patches_json6902.as_deref(),
-            mutate.foreach.as_deref(),
-        );
-        self.load_named(&mut deferred, &queries, &mut scope, cluster)?;
         let data = scope.var();
         let mut resource = object.clone();
         let patches = Patches {
@@ -171,6 +169,11 @@ impl Engine<'_> {
         } else {
             (0..elements.len()).collect()
         };
+        let mutation_queries = queries::mutation_queries(
+            each.patch_strategic_merge.as_ref(),
+            each.patches_json6902.as_deref(),
+            each.foreach.as_deref(),
+        );
         for index in indices {
             let Some(element) = elements.get(index) else {
                 continue;
@@ -192,19 +195,10 @@ impl Engine<'_> {
             // Each iteration loads what it names afresh: a rule's entry
             // named first in a loop sees the iteration's `element`.
             let mut in_scope = deferred.with(&each.context);
-            let queries = queries::condition_queries(each.preconditions.as_ref());
-            self.load_named(&mut in_scope, &queries, &mut scoped, cluster)?;
-            if let Some(conditions) = &each.preconditions
-                && !conditions_hold(rt, conditions, &scoped.var())?
-            {
+            let ready = (each.preconditions.as_ref(), &mutation_queries[..]);
+            if !self.preconditions_hold(ready, &mut in_scope, &mut scoped, cluster)? {
                 continue;
             }
-            let queries = queries::mutation_queries(
-                each.patch_strategic_merge.as_ref(),
-                each.patches_json6902.as_deref(),
-                each.foreach.as_deref(),
-            );
-            self.load_named(&mut in_scope, &queries, &mut scoped, cluster)?;
             let data = scoped.var();
             let patches = Patches {
                 strategic_merge: each.patch_strategic_merge.as_ref(),
@@ -217,6 +211,27 @@ impl Engine<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Kyverno's order in a rule or a loop iteration: the entries the
+    /// preconditions name, the preconditions, then, when they hold, the
+    /// entries the mutation's queries name.
+    fn preconditions_hold(
+        &self,
+        (preconditions, mutation_queries): (Option<&Conditions>, &[String]),
+        deferred: &mut Deferred,
+        scope: &mut Scope,
+        cluster: &CachedCluster,
+    ) -> Result<bool, String> {
+        let queries = queries::condition_queries(preconditions);
+        self.load_named(deferred, &queries, scope, cluster)?;
+        if let Some(conditions) = preconditions
+            && !conditions_hold(self.functions, conditions, &scope.var())?
+        {
+            return Ok(false);
+        }
+        self.load_named(deferred, mutation_queries, scope, cluster)?;
+        Ok(true)
     }
 
     /// Loads the context entries `queries` name that are not loaded yet
