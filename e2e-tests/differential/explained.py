@@ -115,6 +115,8 @@ REFUSED_EARLIER = [
      "Object type names that do not follow the field path are refused at load"),
     (r"undeclared reference to 'random'",
      "Kyverno's random() is refused at load (not supported)"),
+    (r"uses `http`: Kyverno's http library",
+     "Kyverno's http library is refused at load (no host capability for arbitrary HTTP)"),
 ]
 
 

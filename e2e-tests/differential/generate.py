@@ -567,6 +567,10 @@ if __name__ == "__main__":
 KINDS = {"pod": ("", "v1", "pods", "Pod"), "deployment": ("apps", "v1", "deployments", "Deployment"),
          "node": ("", "v1", "nodes", "Node")}
 
+# ClusterPolicy JMESPath over YAML 1.1 text (a JSON literal: `\n` is a newline).
+JMES_YAML = [r'to_string(parse_yaml(`"a: yes\nn: 017\nb: [on, 0x1F]"`))',
+             r'to_string(parse_yaml(`"1.5: y\ntrue: 1e3\nk: 12:30"`))',
+             r'parse_yaml(`"off: x\nk: v"`).false']
 JMES = ["to_upper(request.object.metadata.name)", "to_lower('AbC')", "length(request.object.metadata.name)",
         "join('-', ['a', request.object.metadata.name])", "split('a,b,c', ',')[1]",
         "truncate(request.object.metadata.name, `3`)", "request.object.metadata.labels.app || 'none'",
@@ -574,10 +578,10 @@ JMES = ["to_upper(request.object.metadata.name)", "to_lower('AbC')", "length(req
         "request.object.metadata.namespace", "request.operation", "to_string(`5`)",
         "request.object.spec.containers[0].image", "replace_all(request.object.metadata.name, '-', '_')",
         "trim(' x ', ' ')", "sum(`[1, 2]`)", "compare('a', 'b')", "lookup(`{\"k\": \"v\"}`, 'k')",
-        "items(`{\"a\": 1}`, 'key', 'value')[0].key", "request.object.metadata.labels.missing"]
+        "items(`{\"a\": 1}`, 'key', 'value')[0].key", "request.object.metadata.labels.missing"] + JMES_YAML
 # Those that give a number, and those whose string a label value cannot be.
 JMES_NUMBERS = ["length(request.object.metadata.name)", "sum(`[1, 2]`)", "compare('a', 'b')"]
-JMES_NOT_LABELS = ["base64_encode('ab')", "request.object.spec.containers[0].image"]
+JMES_NOT_LABELS = ["base64_encode('ab')", "request.object.spec.containers[0].image"] + JMES_YAML
 
 
 # Kyverno's CEL libraries in a MutatingPolicy: expressions that give an
@@ -601,6 +605,15 @@ KYVERNO_LIBRARY_STRINGS = [
     "size(random('[a-z]{4}')) == 4 ? 'four' : 'other'",
 ]
 KYVERNO_LIBRARY_REFUSED = ["string(http.Get('http://127.0.0.1:9/').status)"]
+
+# YAML as Kyverno reads it (sigs.k8s.io/yaml, YAML 1.1): keys and scalars
+# whose meaning YAML 1.1 and 1.2 disagree on, or that are not text.
+YAML_KEYS = ["k", "n", "y", "yes", "On", "NO", "1", "1.5", "017", "1e7", "true", "'n'", '"on"', "0x1F"]
+YAML_SCALARS = ["v", "yes", "No", "on", "OFF", "y", "n", "~", "null", "", "017", "0x1F", "0o17", "0b101",
+                "1_000", "09", "+5", "-0x10", "1.5", "1e3", ".5", "1.0", "'yes'", '"017"', "18446744073709551615",
+                "2001-12-14", "12:30", "1e400", "[a, on, 08]", "{x: off, 2: y}", "!!str 017", "|\n  yes\n"]
+# What JSON cannot hold: both sides fail.
+YAML_SCALARS_FAILING = [".inf", "-.Inf", ".nan"]
 
 # What a MutatingPolicy's host reads see: the cluster the case's `resources`
 # give both sides (Kyverno's fake context provider and client, the wasm host's
@@ -688,6 +701,8 @@ class KyvernoGen(Gen):
                 "expression": f"Object{{metadata: Object.metadata{{annotations: {{'example.com/v': {value}}}}}}}"}})
         if self.chance(0.3):
             spec["failurePolicy"] = "Fail"
+        if self.chance(0.15):
+            annotate(f"json.marshal(yaml.parse({json.dumps(self.yaml_text())}))")
         if self.chance(0.35):
             libraries = KYVERNO_LIBRARY_STRINGS + (["image(object.spec.containers[0].image).repository()"]
                                                    if kind == "pod" else [])
@@ -707,6 +722,14 @@ class KyvernoGen(Gen):
                                 "metadata": {"name": "skip", "namespace": "default"},
                                 "spec": {"policyRefs": [{"name": "differential", "kind": "MutatingPolicy"}],
                                          "matchConditions": conditions}}]
+
+    def yaml_text(self):
+        """A YAML mapping of one to three entries from the YAML 1.1 pools."""
+        entries = []
+        for _ in range(self.r.randint(1, 3)):
+            value = self.pick(self.pool(YAML_SCALARS, YAML_SCALARS + YAML_SCALARS_FAILING))
+            entries.append(f"{self.pick(YAML_KEYS)}: {value}")
+        return "\n".join(entries)
 
     def value(self, label):
         """A value for a label (label=True) or an annotation: the valid pool

@@ -528,7 +528,8 @@ fn path_without_slash(text: &str) -> Option<String> {
         }
     }
     replaced.push_str(rest);
-    let operations: Vec<serde_json::Value> = serde_yaml::from_str(&replaced).ok()?;
+    let operations = crate::shared::yaml::to_json(&replaced).ok()?;
+    let operations = operations.as_array()?;
     operations.iter().find_map(|operation| {
         operation
             .get("path")

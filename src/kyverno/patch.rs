@@ -433,8 +433,8 @@ fn holds(actual: Option<&Value>, pattern: &Value) -> bool {
 
 /// Parses `patchesJson6902` (YAML or JSON text of RFC 6902 operations).
 pub fn parse_json6902(text: &str) -> Result<json_patch::Patch, String> {
-    let value: Value =
-        serde_yaml::from_str(text).map_err(|e| format!("is not YAML or JSON: {e}"))?;
+    let value =
+        crate::shared::yaml::to_json(text).map_err(|e| format!("is not YAML or JSON: {e}"))?;
     serde_json::from_value(value).map_err(|e| format!("is not a list of RFC 6902 operations: {e}"))
 }
 
@@ -567,7 +567,7 @@ mod tests {
     #[test]
     fn json6902_with_kyverno_replace() {
         // Kyverno 1.19.1's engine: `replace` needs what it replaces.
-        let patch = parse_json6902("- op: replace\n  path: /metadata/annotations\n  value: {a: b}\n- op: add\n  path: /metadata/labels/x\n  value: y\n").unwrap();
+        let patch = parse_json6902("- op: replace\n  path: /metadata/annotations\n  value: {a: b}\n- op: add\n  path: /metadata/labels/x\n  value: 'y'\n").unwrap();
         let mut pod = json!({"metadata":{"labels":{}}});
         assert_eq!(
             apply_json6902(&mut pod, &patch),

@@ -5,6 +5,8 @@
 pub mod autogen;
 /// Key patterns (`rack.example.com/*`) and Kyverno's wildcards.
 pub mod glob;
+/// Floats as Go's `strconv` writes them.
+pub mod go_float;
 /// A JSON object read field by field, each field kept as received: how the
 /// request and its object are read.
 pub mod json_fields;
@@ -18,6 +20,8 @@ pub mod policy_options;
 pub mod request_facts;
 /// JSON Patch as the two Go libraries apply it.
 pub mod rfc6902;
+/// YAML as `sigs.k8s.io/yaml` reads it (YAML 1.1, keys as text).
+pub mod yaml;
 
 /// Image references: split, and parsed as go-containerregistry parses them.
 pub mod images;

@@ -35,3 +35,5 @@ pub(crate) mod jmes_functions;
 mod kyverno_conformance;
 #[cfg(test)]
 mod layering;
+#[cfg(test)]
+mod yaml_conformance;

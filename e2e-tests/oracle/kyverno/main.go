@@ -46,8 +46,10 @@ func main() {
 			os.Exit(runCLITests(oracle, os.Args[2:], os.Stdout))
 		case "totest":
 			os.Exit(runToTest(oracle, os.Args[2:], os.Stdin, os.Stdout))
+		case "yaml":
+			os.Exit(runYAML(os.Stdin, os.Stdout))
 		default:
-			fmt.Fprintln(os.Stderr, "usage: kyverno-oracle < cases.jsonl > answers.jsonl\n       kyverno-oracle clitest [-v] DIR...\n       kyverno-oracle totest DIR < cases.jsonl")
+			fmt.Fprintln(os.Stderr, "usage: kyverno-oracle < cases.jsonl > answers.jsonl\n       kyverno-oracle clitest [-v] DIR...\n       kyverno-oracle totest DIR < cases.jsonl\n       kyverno-oracle yaml < texts.jsonl")
 			os.Exit(2)
 		}
 	}

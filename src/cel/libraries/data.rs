@@ -101,11 +101,7 @@ fn unmarshal<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execut
 fn parse<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     const F: &str = "yaml.parse";
     let text = string_arg(&args, 0, F)?;
-    let json: Json = if text.trim().is_empty() {
-        Json::Null
-    } else {
-        serde_yaml::from_str(text).map_err(|e| error(F, e.to_string()))?
-    };
+    let json = crate::shared::yaml::to_json(text).map_err(|e| error(F, e))?;
     owned(from_go_any(&json, 0).map_err(|e| error(F, e))?)
 }
 

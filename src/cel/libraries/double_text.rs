@@ -81,38 +81,7 @@ pub fn go_text(value: f64) -> String {
     if value.is_infinite() {
         return if value > 0.0 { "+Inf" } else { "-Inf" }.into();
     }
-    // Rust's `{:e}` gives the same shortest digits: `1.2345e5`, `-0e0`.
-    let scientific = format!("{value:e}");
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    let sign = if mantissa.starts_with('-') { "-" } else { "" };
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    if !(-4..6).contains(&exponent) {
-        let (first, rest) = digits.split_at(1.min(digits.len()));
-        let fraction = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
-        let exponent_sign = if exponent < 0 { '-' } else { '+' };
-        return format!(
-            "{sign}{first}{fraction}e{exponent_sign}{:02}",
-            exponent.unsigned_abs()
-        );
-    }
-    // Plain decimal: the point `exponent + 1` digits in.
-    let point = exponent + 1;
-    let text = match usize::try_from(point).ok().filter(|point| *point > 0) {
-        Some(point) if digits.len() <= point => {
-            format!("{digits}{}", "0".repeat(point - digits.len()))
-        }
-        Some(point) => {
-            let (whole, fraction) = digits.split_at(point);
-            format!("{whole}.{fraction}")
-        }
-        None => format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize)),
-    };
-    format!("{sign}{text}")
+    crate::shared::go_float::shortest_g(&format!("{value:e}"))
 }
 
 #[cfg(test)]

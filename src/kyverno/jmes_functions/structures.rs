@@ -27,7 +27,7 @@ pub(super) fn register(add: &mut dyn FnMut(&str, Vec<T>, Body)) {
         "parse_yaml",
         vec![s()],
         Box::new(|a, c| {
-            let value: Value = serde_yaml::from_str(str_arg(a, 0, c)?)
+            let value = crate::shared::yaml::to_json(str_arg(a, 0, c)?)
                 .map_err(|e| fail(c, format!("parse_yaml: {e}")))?;
             Ok(to_var(&value))
         }),
@@ -152,9 +152,11 @@ mod tests {
             ),
             json!(true)
         );
+        // YAML 1.1, as Kyverno reads it (sigs.k8s.io/yaml): an unquoted `y`
+        // is true, a key that is not text is written as text.
         assert_eq!(
-            eval("parse_yaml('a: 1\nb: [x, y]')"),
-            json!({"a": 1, "b": ["x", "y"]})
+            eval("parse_yaml('a: 1\nb: [x, y, \\'y\\']\nno: 2')"),
+            json!({"a": 1, "b": ["x", true, "y"], "false": 2})
         );
     }
 }
