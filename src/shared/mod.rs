@@ -7,6 +7,8 @@ pub mod autogen;
 pub mod glob;
 /// Floats as Go's `strconv` writes them.
 pub mod go_float;
+/// JSON text as Go's `encoding/json` writes it.
+pub mod go_json;
 /// A JSON object read field by field, each field kept as received: how the
 /// request and its object are read.
 pub mod json_fields;

@@ -11,7 +11,7 @@ use crate::cel::patch::patchers::{PatchKind, Patcher};
 use ::cel::IdedExpr;
 use ::cel::common::ast::{CallExpr, Expr};
 
-use crate::cel::check::{declarations, metadata_literals, result_types, type_check};
+use crate::cel::check::{constants, declarations, metadata_literals, result_types, type_check};
 use crate::cel::libraries;
 use crate::cel::policy::CelPolicy;
 use crate::cel::policy::autogen;
@@ -472,6 +472,12 @@ fn check_expressions(policy: &CelPolicy) -> Result<(), String> {
         .map_err(|why| format!("{at}: {why}"))?;
         if let Some(why) = result_types::mismatch(place, &ty)
             .or_else(|| result_types::misnamed(place, &compiled.expression))
+        {
+            return Err(format!("{at}: {why}"));
+        }
+        if !policy.kind.is_kyverno()
+            && let Some(why) =
+                constants::refused(source, &compiled.expression, compiled.names.libraries)
         {
             return Err(format!("{at}: {why}"));
         }

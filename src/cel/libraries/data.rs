@@ -105,21 +105,6 @@ fn parse<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionE
     owned(from_go_any(&json, 0).map_err(|e| error(F, e))?)
 }
 
-/// Go's `json.Marshal` prints a whole double without a fraction.
-fn go_numbers(json: Json) -> Json {
-    match json {
-        Json::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15 => Json::from(f as i64),
-            _ => Json::Number(n),
-        },
-        Json::Array(items) => Json::Array(items.into_iter().map(go_numbers).collect()),
-        Json::Object(map) => {
-            Json::Object(map.into_iter().map(|(k, v)| (k, go_numbers(v))).collect())
-        }
-        other => other,
-    }
-}
-
 fn marshal<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     const F: &str = "json.marshal";
     let value = args
@@ -127,7 +112,7 @@ fn marshal<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executio
         .ok_or_else(|| ExecutionError::invalid_argument_count(1, 0))?;
     let value = Value::try_from(value.as_ref())?;
     let json = crate::cel::libraries::values::to_json(&value).map_err(|e| error(F, e))?;
-    string(serde_json::to_string(&go_numbers(json)).map_err(|e| error(F, e.to_string()))?)
+    string(crate::shared::go_json::to_string(&json))
 }
 
 fn service_account<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -180,6 +165,13 @@ mod tests {
             ("yaml.parse('') == null", b(true)),
             ("yaml.parse('- a\\n- b').size()", Some(Value::Int(2))),
             ("yaml.parse('a: [')", None),
+            // Kyverno 1.19.1 (make differential, seed 1, mpol-128): YAML 1.1
+            // keys, and Go's json.Marshal of a large double.
+            (
+                "json.marshal(yaml.parse('On: ~\\nNO: 18446744073709551615\\ntrue: |\\n  yes\\n'))",
+                s(r#"{"false":18446744073709552000,"true":"yes\n"}"#),
+            ),
+            ("json.marshal({'a': '<&>'})", s(r#"{"a":"\u003c\u0026\u003e"}"#)),
         ]);
     }
 

@@ -8,12 +8,29 @@ use jmespath::functions::ArgumentType as T;
 use jmespath::{Rcvar, Variable};
 use serde_json::Value;
 
-use crate::kyverno::jmes_values::{Body, fail, str_arg, to_var};
+use crate::kyverno::jmes_values::{Body, fail, str_arg, to_value, to_var};
 
 /// Registers the functions through `add(name, argument types, body)`.
 pub(super) fn register(add: &mut dyn FnMut(&str, Vec<T>, Body)) {
     let s = || T::String;
     let n = || T::Number;
+    // go-jmespath's `to_string`, which Kyverno's runtime has: a string as it
+    // is, anything else as Go's `json.Marshal` writes it (`<` as `\u003c`,
+    // `1e+21`, every number a float64). Registered after JMESPath's own, it
+    // replaces it.
+    add(
+        "to_string",
+        vec![T::Any],
+        Box::new(|a, _| {
+            Ok(match a.first().map(|v| &**v) {
+                Some(Variable::String(s)) => Rc::new(Variable::String(s.clone())),
+                Some(other) => Rc::new(Variable::String(
+                    crate::shared::go_json::to_string_as_doubles(&to_value(other)),
+                )),
+                None => Rc::new(Variable::Null),
+            })
+        }),
+    );
     add(
         "parse_json",
         vec![s()],
@@ -152,6 +169,15 @@ mod tests {
             ),
             json!(true)
         );
+        // Kyverno 1.19.1's runtime: go-jmespath's to_string is json.Marshal.
+        assert_eq!(
+            eval(
+                r#"to_string(`{"a": "<b>&", "n": 1e21, "m": 1.5e-7, "k": 18446744073709551615}`)"#
+            ),
+            json!(r#"{"a":"\u003cb\u003e\u0026","k":18446744073709552000,"m":1.5e-7,"n":1e+21}"#)
+        );
+        assert_eq!(eval("to_string(`[1.0, 2.5]`)"), json!("[1,2.5]"));
+        assert_eq!(eval("to_string('x<')"), json!("x<"));
         // YAML 1.1, as Kyverno reads it (sigs.k8s.io/yaml): an unquoted `y`
         // is true, a key that is not text is written as text.
         assert_eq!(
