@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use ::cel::{ExecutionError, Value};
+use serde_json::json;
 
 use crate::cel::check::type_check::{FunctionNames, check};
 use crate::cel::check::types::Ty;
@@ -91,4 +92,27 @@ pub fn annotated(expression: &str) -> serde_json::Value {
     let response = crate::testing::fake_cluster::run("binding.json", policy);
     assert!(response.accepted, "{expression}: {:?}", response.message);
     crate::testing::fake_cluster::annotations(&response)
+}
+
+/// Whether a policy of `kind` with `expression` as a variable loads.
+pub fn policy_loads(kind: &str, expression: &str) -> Result<(), String> {
+    let mut settings = json!({
+        "apiVersion": "policies.kyverno.io/v1", "kind": kind, "metadata": {"name": "p"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["pods"]}]},
+            "variables": [{"name": "v", "expression": expression}],
+            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[]"}}],
+        },
+    });
+    if kind == "MutatingAdmissionPolicy" {
+        settings["apiVersion"] = json!("admissionregistration.k8s.io/v1");
+        settings["spec"]["reinvocationPolicy"] = json!("Never");
+    }
+    let verdict = crate::check_settings(&serde_json::to_vec(&settings).unwrap_or_default());
+    if verdict.valid {
+        Ok(())
+    } else {
+        Err(verdict.message.unwrap_or_default())
+    }
 }

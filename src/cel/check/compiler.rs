@@ -461,6 +461,12 @@ fn check_expressions(policy: &CelPolicy) -> Result<(), String> {
         {
             return Err(format!("{at}: {why}"));
         }
+        if !policy.kind.is_kyverno()
+            && let Some(why) =
+                declarations::undeclared_macro_namespace(source, &compiled.names.macro_namespaces)
+        {
+            return Err(format!("{at}: {why}"));
+        }
         let functions = functions.get_or_insert_with(type_check::FunctionNames::new);
         let ty = type_check::check(
             source,

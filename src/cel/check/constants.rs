@@ -143,30 +143,7 @@ impl Folder {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
-    /// Whether a policy of `kind` with `expression` as a variable loads.
-    fn loads(kind: &str, expression: &str) -> Result<(), String> {
-        let mut settings = json!({
-            "apiVersion": "policies.kyverno.io/v1", "kind": kind, "metadata": {"name": "p"},
-            "spec": {
-                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                    "operations": ["CREATE"], "resources": ["pods"]}]},
-                "variables": [{"name": "v", "expression": expression}],
-                "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[]"}}],
-            },
-        });
-        if kind == "MutatingAdmissionPolicy" {
-            settings["apiVersion"] = json!("admissionregistration.k8s.io/v1");
-            settings["spec"]["reinvocationPolicy"] = json!("Never");
-        }
-        let verdict = crate::check_settings(&serde_json::to_vec(&settings).unwrap_or_default());
-        if verdict.valid {
-            Ok(())
-        } else {
-            Err(verdict.message.unwrap_or_default())
-        }
-    }
+    use crate::testing::cel_libraries::policy_loads as loads;
 
     #[test]
     fn kubernetes_refuses_failing_conversions_of_constants_when_the_policy_is_created() {

@@ -171,7 +171,10 @@ mod tests {
                 "json.marshal(yaml.parse('On: ~\\nNO: 18446744073709551615\\ntrue: |\\n  yes\\n'))",
                 s(r#"{"false":18446744073709552000,"true":"yes\n"}"#),
             ),
-            ("json.marshal({'a': '<&>'})", s(r#"{"a":"\u003c\u0026\u003e"}"#)),
+            (
+                "json.marshal({'a': '<&>'})",
+                s(r#"{"a":"\u003c\u0026\u003e"}"#),
+            ),
         ]);
     }
 

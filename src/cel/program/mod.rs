@@ -106,6 +106,8 @@ pub struct Positions<'s> {
     /// rewrites it (the subset parser numbers its nodes otherwise): look the
     /// node up here, then its position by its id.
     pub tree: IdedExpr,
+    /// The same tree before the macros are rewritten.
+    pub parsed: IdedExpr,
     info: std::sync::Arc<::cel::common::ast::SourceInfo>,
 }
 
@@ -115,14 +117,20 @@ pub struct Positions<'s> {
 /// its end, which builds the same tree node for node and id for id up to that
 /// token, and then fails with the record.
 pub fn positions(source: &str) -> Option<Positions<'_>> {
-    let mut tree = PARSER.with(|parser| parser.clone().parse(source)).ok()?;
+    let parsed = PARSER.with(|parser| parser.clone().parse(source)).ok()?;
+    let mut tree = parsed.clone();
     crate::cel::program::comprehensions::expand(&mut tree).ok()?;
     let extended = format!("{source}\n)");
     let errors = PARSER
         .with(|parser| parser.clone().parse(&extended))
         .err()?;
     let info = errors.errors.into_iter().find_map(|e| e.source_info)?;
-    Some(Positions { source, tree, info })
+    Some(Positions {
+        source,
+        tree,
+        parsed,
+        info,
+    })
 }
 
 impl Positions<'_> {

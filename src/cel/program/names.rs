@@ -36,6 +36,9 @@ pub struct Names {
     /// A call the crate's parser leaves for [`comprehensions::expand`] (a
     /// two-variable comprehension, `cel.bind`, an extension macro).
     pub macros: bool,
+    /// The namespaces such a macro is called on (`cel` of `cel.bind`, `math`
+    /// of `math.greatest`): the rewrite leaves no trace of them in the tree.
+    pub macro_namespaces: BTreeSet<String>,
 }
 
 impl Names {
@@ -54,6 +57,8 @@ impl Names {
         }
         self.structs.extend(other.structs.iter().cloned());
         self.macros |= other.macros;
+        self.macro_namespaces
+            .extend(other.macro_namespaces.iter().cloned());
     }
 
     /// Whether it names the context identifier `name` (one of [`CONTEXT`]).
@@ -86,7 +91,14 @@ impl Names {
                     Role::Global
                 };
                 self.libraries.note(function, role);
-                self.macros |= comprehensions::named(function) || extension_macros::named(function);
+                let expanded = comprehensions::named(function) || extension_macros::named(function);
+                self.macros |= expanded;
+                if expanded
+                    && let Some(Expr::Ident(namespace)) = call.target.as_deref().map(|t| &t.expr)
+                    && !self.macro_namespaces.contains(namespace)
+                {
+                    self.macro_namespaces.insert(namespace.clone());
+                }
             }
             Expr::Struct(construction) => {
                 let name = construction.type_name.as_str();
