@@ -18,7 +18,7 @@ use crate::cel::policy::autogen;
 use crate::cel::policy::targets;
 use crate::cel::program::{self, Evaluators};
 use crate::cel::spec::{self, CelKind, CelSpec, Place};
-use crate::cel::syntax::ast::children;
+use crate::cel::syntax::ast::first_call;
 use crate::shared::autogen::AUTOGEN_DEFAULT;
 use crate::shared::policy_options::{Checks, FailurePolicy};
 
@@ -499,22 +499,6 @@ fn check_expressions(policy: &CelPolicy) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The first call in the tree `wanted` takes.
-fn first_call<'e>(expr: &'e IdedExpr, wanted: &dyn Fn(&CallExpr) -> bool) -> Option<&'e CallExpr> {
-    if let Expr::Call(call) = &expr.expr
-        && wanted(call)
-    {
-        return Some(call);
-    }
-    let mut found = None;
-    children(expr, &mut |child| {
-        if found.is_none() {
-            found = first_call(child, wanted);
-        }
-    });
-    found
 }
 
 /// Whether `call` is made on the identifier `library` (`image.f(...)`): a

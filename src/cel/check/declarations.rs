@@ -9,7 +9,7 @@
 
 use ::cel::common::ast::{Expr, IdedExpr};
 
-use crate::cel::syntax::ast::children;
+use crate::cel::syntax::ast::{children, first_call};
 
 /// What both bind for admission CEL (`params` is checked apart, with
 /// `paramKind`), then what Kubernetes alone binds (`authorizer`: Kyverno's
@@ -90,28 +90,12 @@ pub fn undeclared_macro_namespace(
         .iter()
         .find(|name| name.as_str() == "cel" || kyverno_only(name))?;
     let message = format!("undeclared reference to '{name}'");
+    let on_name = |call: &::cel::common::ast::CallExpr| matches!(call.target.as_deref().map(|t| &t.expr), Some(Expr::Ident(ident)) if ident == name);
     let located = crate::cel::program::positions(source).and_then(|positions| {
-        let target = first_call_target(&positions.parsed, name)?;
+        let target = first_call(&positions.parsed, &on_name)?.target.as_deref()?;
         Some(positions.locate(target.id, &|text| text.starts_with(name.as_str()), &message))
     });
     Some(located.unwrap_or(message))
-}
-
-/// The first identifier `name` that a function is called on.
-fn first_call_target<'e>(expr: &'e IdedExpr, name: &str) -> Option<&'e IdedExpr> {
-    if let Expr::Call(call) = &expr.expr
-        && let Some(target) = call.target.as_deref()
-        && matches!(&target.expr, Expr::Ident(ident) if ident == name)
-    {
-        return Some(target);
-    }
-    let mut found = None;
-    children(expr, &mut |child| {
-        if found.is_none() {
-            found = first_call_target(child, name);
-        }
-    });
-    found
 }
 
 /// The context names of a policy's kind.

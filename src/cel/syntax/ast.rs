@@ -114,3 +114,22 @@ pub(crate) fn children_mut(expr: &mut IdedExpr, f: &mut dyn FnMut(&mut IdedExpr)
         Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
     }
 }
+
+/// The first call in the tree `wanted` takes.
+pub fn first_call<'e>(
+    expr: &'e IdedExpr,
+    wanted: &dyn Fn(&::cel::common::ast::CallExpr) -> bool,
+) -> Option<&'e ::cel::common::ast::CallExpr> {
+    if let Expr::Call(call) = &expr.expr
+        && wanted(call)
+    {
+        return Some(call);
+    }
+    let mut found = None;
+    children(expr, &mut |child| {
+        if found.is_none() {
+            found = first_call(child, wanted);
+        }
+    });
+    found
+}
