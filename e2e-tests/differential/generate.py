@@ -826,15 +826,24 @@ class KyvernoGen(Gen):
 
 
 def kyverno_cases(n, seed, make_policy, prefix, pool=None):
-    """Cases over a pool of policies (each new MutatingPolicy costs Kyverno a
-    compile of a second): case i runs policy i % pool over a new object."""
+    """Cases over a pool of distinct policies (each new MutatingPolicy costs
+    Kyverno a compile of a second): case i runs policy i % pool over a new
+    object. A policy drawn twice is drawn again, so the pool holds `pool`
+    different ones (the grammar has many more)."""
     g = KyvernoGen(seed, UNRESTRICTED_SHARE, host_reads=True)
-    policies = []
-    for i in range(min(n, pool or n)):
+    policies, seen = [], set()
+    target = min(n, pool or n)
+    for _ in range(10 * target):
+        if len(policies) == target:
+            break
         unrestricted = g.start_case()
         kind = g.pick(["pod", "pod", "deployment", "node"])
         g.resources, g.exceptions = None, []
         policy = make_policy(g, kind)
+        text = json.dumps(policy, sort_keys=True)
+        if text in seen:
+            continue
+        seen.add(text)
         policies.append((kind, policy, unrestricted, g.resources, g.exceptions))
     cases = []
     for i in range(n):
@@ -853,7 +862,8 @@ def kyverno_cases(n, seed, make_policy, prefix, pool=None):
 
 
 def mpol_cases(n, seed):
-    # 300 distinct policies, and one more for each 50 cases past 15,000.
+    # 300 distinct policies, and one more for each 50 cases past 15,000
+    # (2,000 in 100,000 cases).
     return kyverno_cases(n, seed + 2, KyvernoGen.mpol, "mpol", pool=max(300, n // 50))
 
 
