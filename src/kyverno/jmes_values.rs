@@ -23,29 +23,20 @@ pub fn number_text(number: &serde_json::Number, pad_exponent: bool) -> String {
     }
 }
 
-/// A non-integral JSON number as Kyverno writes it into text: the shortest
-/// decimal, or below 1e-6 and from 1e21 on the exponent form with its sign
-/// (`1e+25`, `3.3333333333333334e-8`). `pad_exponent`: at least two digits
-/// (`e-08`), as a number substituted inside a longer string is written.
+/// A non-integral JSON number as Kyverno writes it into text: Go's
+/// `json.Marshal` text ([`crate::shared::go_json::float`]: the shortest
+/// decimal, or below 1e-6 and from 1e21 on the exponent form with its sign,
+/// `1e+25`, `3.3333333333333334e-8`). `pad_exponent`: at least two exponent
+/// digits (`e-08`), as a number substituted inside a longer string is written.
 pub fn float_text(float: f64, pad_exponent: bool) -> String {
-    let magnitude = float.abs();
-    if magnitude == 0.0 || (1e-6..1e21).contains(&magnitude) {
-        return float.to_string();
+    let text = crate::shared::go_json::float(float);
+    match text.split_once('e') {
+        Some((mantissa, exponent)) if pad_exponent && exponent.len() == 2 => {
+            let (sign, digit) = exponent.split_at(1);
+            format!("{mantissa}e{sign}0{digit}")
+        }
+        _ => text,
     }
-    let text = format!("{float:e}");
-    let Some((mantissa, exponent)) = text.split_once('e') else {
-        return text;
-    };
-    let (sign, digits) = match exponent.strip_prefix('-') {
-        Some(digits) => ('-', digits),
-        None => ('+', exponent),
-    };
-    let pad = if pad_exponent && digits.len() < 2 {
-        "0"
-    } else {
-        ""
-    };
-    format!("{mantissa}e{sign}{pad}{digits}")
 }
 
 /// A Kyverno function's body.
