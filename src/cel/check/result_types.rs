@@ -12,8 +12,9 @@ use crate::cel::syntax::ast::children;
 
 /// Why a value of type `ty`, at `place`, cannot be what that place needs.
 pub fn mismatch(place: Place, ty: &Ty) -> Option<String> {
-    // What Kyverno's reads give is checked when it runs, as `dyn` is.
-    let ty = if *ty == Ty::Any { &Ty::Dyn } else { ty };
+    // What Kyverno's reads give, and a type not worked out here, are checked
+    // when the expression runs, as `dyn` is.
+    let ty = if ty.is_open() { &Ty::Dyn } else { ty };
     let (wanted, fits) = match place {
         Place::MatchCondition(_) | Place::TargetCondition(_) => {
             ("a bool", matches!(ty, Ty::Bool | Ty::Dyn))
@@ -21,7 +22,7 @@ pub fn mismatch(place: Place, ty: &Ty) -> Option<String> {
         Place::Mutation(_, "jsonPatch") => (
             "a list of JSONPatch{...}",
             match ty {
-                Ty::List(element) => matches!(**element, Ty::JsonPatch | Ty::Dyn),
+                Ty::List(element) => **element == Ty::JsonPatch || element.is_open(),
                 other => *other == Ty::Dyn,
             },
         ),

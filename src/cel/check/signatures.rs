@@ -4,16 +4,24 @@
 
 use crate::cel::check::types::{Ty, fits, join};
 
-/// What the overloads that fit `args` give: their common type, `dyn` when
-/// they differ; `None` when none fits.
+/// What the overloads that fit `args` give: their common type; where they
+/// differ, `dyn` as cel-go says, unless an argument's type is not known here
+/// (cel-go, knowing it, may pick one overload).
 pub(in crate::cel) fn resolve(overloads: &[(Vec<Ty>, Ty)], args: &[Ty]) -> Option<Ty> {
+    let unknown = args
+        .iter()
+        .any(|a| matches!(a, Ty::Unknown | Ty::Free | Ty::Pair(..)));
     overloads
         .iter()
         .filter(|(params, _)| {
             params.len() == args.len() && params.iter().zip(args).all(|(p, a)| fits(a, p))
         })
         .map(|(_, result)| result.clone())
-        .reduce(|a, b| if a == b { a } else { Ty::Dyn })
+        .reduce(|a, b| match () {
+            _ if a == b => a,
+            _ if unknown => Ty::Unknown,
+            _ => Ty::Dyn,
+        })
 }
 
 /// The type an operator gives, `Err` when no overload takes `args`; `None`
@@ -33,10 +41,21 @@ pub(in crate::cel) fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>
             .collect()
     };
     Some(match (name, args) {
-        ("_+_", [List(a), List(b)]) => Ok(Ty::list(join(*a.clone(), *b.clone()))),
+        // cel-go's `list(A) + list(A)`: the items' types must fit each other.
+        ("_+_", [List(a), List(b)]) if fits(a, b) => Ok(Ty::list(join(*a.clone(), *b.clone()))),
+        ("_+_", [List(_), List(_)]) => Err(()),
+        ("_+_", [List(_), other] | [other, List(_)]) if other.is_open() => Ok(Ty::list(Unknown)),
         ("_+_", _) => {
             let mut o = same(
-                &[Int, Uint, Double, String, Bytes, Duration, Ty::list(Dyn)],
+                &[
+                    Int,
+                    Uint,
+                    Double,
+                    String,
+                    Bytes,
+                    Duration,
+                    Ty::list(Unknown),
+                ],
                 None,
             );
             o.push((vec![Timestamp, Duration], Timestamp));
@@ -60,34 +79,68 @@ pub(in crate::cel) fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>
         ("_&&_" | "_||_", _) => found(vec![(vec![Bool, Bool], Bool)]),
         ("_<_" | "_<=_" | "_>_" | "_>=_", [a, b]) => {
             let comparable = fits(a, b)
-                && !matches!(a, List(_) | Map(..) | Null | Type | Object | JsonPatch)
+                && !matches!(
+                    a,
+                    List(_) | Map(..) | Optional(_) | Null | Type | Object | JsonPatch
+                )
                 || a.is_numeric() && b.is_numeric();
             if comparable { Ok(Bool) } else { Err(()) }
         }
-        // Equality is refused only between values that can never be equal:
-        // `1 == 'a'`, not `1 == 1.0` nor anything compared with null.
+        // cel-go's `(A, A) -> bool`: `1 == 1.0` and `1 == null` are refused;
+        // null is compared with messages (objects, timestamps, durations).
         ("_==_" | "_!=_", [a, b]) => {
-            let unknown = |t: &Ty| matches!(t, Dyn | Null | Object | JsonPatch | Declared(_));
-            if unknown(a) || unknown(b) || fits(a, b) || a.is_numeric() && b.is_numeric() {
-                Ok(Bool)
-            } else {
-                Err(())
-            }
+            let nullable = |t: &Ty| {
+                matches!(
+                    t,
+                    Null | Object | JsonPatch | Declared(_) | Timestamp | Duration | Optional(_)
+                ) || t.is_open()
+            };
+            let opaque = |t: &Ty| matches!(t, Object | JsonPatch | Declared(_));
+            let equal = match (a, b) {
+                (Null, other) | (other, Null) => nullable(other),
+                _ => fits(a, b) || opaque(a) || opaque(b),
+            };
+            if equal { Ok(Bool) } else { Err(()) }
         }
         ("@in", [element, container]) => match container {
-            Dyn | Any | Object | Declared(_) => Ok(Bool),
+            Object | Declared(_) => Ok(Bool),
+            _ if container.is_open() => Ok(Bool),
             List(item) | Map(item, _) if fits(element, item) => Ok(Bool),
             _ => Err(()),
         },
         ("_[_]", [container, index]) => match container {
-            Dyn | Any | Object | Declared(_) => Ok(Dyn),
+            Dyn => Ok(Dyn),
+            // `x.?a['b']`: an optional of the item.
+            Optional(inner) => Ok(match operator("_[?_]", &[*inner.clone(), index.clone()]) {
+                Some(Ok(found)) => found,
+                _ => Ty::Optional(Box::new(Unknown)),
+            }),
+            Object | Declared(_) => Ok(Unknown),
+            _ if container.is_open() => Ok(Unknown),
             List(item) if fits(index, &Int) || matches!(index, Uint) => Ok(*item.clone()),
             Map(key, value) if fits(index, key) => Ok(*value.clone()),
             _ => Err(()),
         },
+        // `map[?key]`, `list[?index]`: an optional of the item. Of a `dyn`,
+        // cel-go's optional of a free type parameter, which what the
+        // optional is later given binds (`dyn[?'a'].orValue('-')` is a
+        // string).
+        ("_[?_]", [container, index]) => match container {
+            Dyn => Ok(Ty::Optional(Box::new(Free))),
+            List(item) if fits(index, &Int) || matches!(index, Uint) => {
+                Ok(Ty::Optional(item.clone()))
+            }
+            Map(key, value) if fits(index, key) => Ok(Ty::Optional(value.clone())),
+            Optional(inner) => match operator("_[?_]", &[*inner.clone(), index.clone()]) {
+                Some(Ok(found)) => Ok(found),
+                _ => Ok(Ty::Optional(Box::new(Unknown))),
+            },
+            List(_) | Map(..) => Err(()),
+            _ => Ok(Ty::Optional(Box::new(Unknown))),
+        },
         ("_?_:_", [condition, a, b]) => {
             // Both branches give one type, as cel-go's `(bool, A, A) -> A`.
-            let unknown = |t: &Ty| matches!(t, Dyn | Null);
+            let unknown = |t: &Ty| matches!(t, Null) || t.is_open();
             let objects = matches!((a, b), (Object, Map(..)) | (Map(..), Object));
             let same = unknown(a) || unknown(b) || fits(a, b) || objects;
             if fits(condition, &Bool) && same {
@@ -118,7 +171,7 @@ pub(in crate::cel) fn symbol(name: &str) -> Option<&'static str> {
         "_==_" => "==",
         "_!=_" => "!=",
         "@in" => "in",
-        "_[_]" => "[",
+        "_[_]" | "_[?_]" => "[",
         "_?_:_" => "?",
         _ => return None,
     })
@@ -152,6 +205,7 @@ pub(in crate::cel) fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty
         ("duration", false) => each(&[String, Duration], Duration),
         ("timestamp", false) => each(&[String, Int, Timestamp], Timestamp),
         ("type", false) => each(&[Dyn], Type),
+        ("dyn", false) => each(&[Dyn], Dyn),
         (
             "getFullYear" | "getMonth" | "getDate" | "getDayOfMonth" | "getDayOfWeek"
             | "getDayOfYear",
@@ -166,7 +220,6 @@ pub(in crate::cel) fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty
         ("indexOf" | "lastIndexOf", true) => vec![
             (vec![String, String], Int),
             (vec![String, String, Int], Int),
-            (vec![list(), Dyn], Int),
         ],
         ("lowerAscii" | "upperAscii" | "trim", true) => vec![(vec![String], String)],
         ("replace", true) => vec![
@@ -186,10 +239,28 @@ pub(in crate::cel) fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty
             (vec![Ty::list(String), String], String),
         ],
         ("format", true) => vec![(vec![String, list()], String)],
-        // The lists extension's; Kubernetes' and Kyverno's strings
-        // extension (version 2) has no `reverse`.
-        ("reverse", true) => vec![(vec![list()], list())],
         ("strings.quote", false) => vec![(vec![String], String)],
+        // Kubernetes' regex, URL, IP, CIDR, quantity and semver libraries:
+        // what they give (their own types are not known here).
+        ("find", true) => vec![(vec![String, String], String)],
+        ("findAll", true) => vec![
+            (vec![String, String], Ty::list(String)),
+            (vec![String, String, Int], Ty::list(String)),
+        ],
+        ("getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath", true) => {
+            vec![(vec![Unknown], String)]
+        }
+        ("getQuery", true) => vec![(
+            vec![Unknown],
+            Map(Box::new(String), Box::new(Ty::list(String))),
+        )],
+        ("compareTo", true) => vec![(vec![Unknown, Unknown], Int)],
+        ("isGreaterThan" | "isLessThan" | "containsIP" | "containsCIDR", true) => {
+            vec![(vec![Unknown, Unknown], Bool)]
+        }
+        ("asInteger" | "sign" | "family" | "prefixLength", true) => vec![(vec![Unknown], Int)],
+        ("asApproximateFloat", true) => vec![(vec![Unknown], Double)],
+        ("isInteger", true) => vec![(vec![Unknown], Bool)],
         // Kyverno's reads give `map(string, google.protobuf.Any)`, whatever
         // their arguments (apiVersion, resource, namespace, name; or a GVR).
         (
@@ -199,6 +270,93 @@ pub(in crate::cel) fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty
         ) => (2..=4)
             .map(|n| (vec![Dyn; n], Map(Box::new(String), Box::new(Any))))
             .collect(),
+        _ => return None,
+    })
+}
+
+/// What the functions with a type parameter give, cel-go's `list(A)` and
+/// `optional(A)` functions: the lists extension's and Kubernetes' lists
+/// library (the item's type is kept), the sets library (both lists hold one
+/// type), the optional library. `Err` where no overload takes the types;
+/// `None` for the other functions, and where the receiver is not a list or
+/// optional (Kubernetes' and Kyverno's strings extension, version 2, has no
+/// `reverse`, so a string's is refused).
+pub(in crate::cel) fn parametric(
+    name: &str,
+    receiver: Option<&Ty>,
+    args: &[Ty],
+) -> Option<Result<Ty, ()>> {
+    use Ty::*;
+    let open = |t: &Ty| t.is_open();
+    let optional = |t: Ty| Optional(Box::new(t));
+    Some(match (name, receiver, args) {
+        // One overload for each type of item that can be ordered or added:
+        // over a list whose items' type is open, several fit and cel-go's
+        // result is `dyn` or a type it binds on the way.
+        ("sort" | "sum" | "min" | "max", Some(Dyn), []) => Ok(Dyn),
+        ("sort" | "sum" | "min" | "max", Some(List(item)), []) if **item == Dyn => Ok(Dyn),
+        ("sort" | "@sortByAssociatedKeys" | "sum" | "min" | "max", Some(List(item)), [])
+            if open(item) =>
+        {
+            Ok(Unknown)
+        }
+        ("reverse" | "sort" | "distinct" | "@sortByAssociatedKeys", Some(List(item)), []) => {
+            Ok(Ty::list(*item.clone()))
+        }
+        ("slice", Some(List(item)), [from, to]) if fits(from, &Int) && fits(to, &Int) => {
+            Ok(Ty::list(*item.clone()))
+        }
+        ("flatten", Some(List(item)), []) => Ok(match item.as_ref() {
+            List(inner) => Ty::list(*inner.clone()),
+            _ => Unknown,
+        }),
+        ("first" | "last", Some(List(item)), []) => Ok(optional(*item.clone())),
+        ("sum" | "min" | "max", Some(List(item)), []) => Ok(*item.clone()),
+        ("isSorted", Some(List(_)), []) => Ok(Bool),
+        ("indexOf" | "lastIndexOf", Some(List(item)), [value]) => {
+            if fits(value, item) {
+                Ok(Int)
+            } else {
+                Err(())
+            }
+        }
+        ("reverse", Some(String), []) => Err(()),
+        // Only the lists extension declares `reverse`: a list of a free type
+        // parameter.
+        ("reverse", Some(Dyn), []) => Ok(Ty::list(Free)),
+        ("lists.range", None, [n]) if fits(n, &Int) => Ok(Ty::list(Int)),
+        ("sets.contains" | "sets.equivalent" | "sets.intersects", None, [a, b]) => {
+            let list = |t: &Ty| matches!(t, List(_)) || open(t);
+            match (a, b) {
+                (List(a), List(b)) if !fits(a, b) => Err(()),
+                _ if list(a) && list(b) => Ok(Bool),
+                _ => Err(()),
+            }
+        }
+        ("optional.of" | "optional.ofNonZeroValue", None, [value]) => Ok(optional(value.clone())),
+        ("optional.none", None, []) => Ok(optional(Free)),
+        ("orValue", Some(Optional(value)), [other]) => {
+            if fits(other, value) {
+                Ok(join(*value.clone(), other.clone()))
+            } else {
+                Err(())
+            }
+        }
+        ("value", Some(Optional(value)), []) => Ok(*value.clone()),
+        ("hasValue", Some(Optional(_)), []) => Ok(Bool),
+        ("or", Some(Optional(value)), [Optional(other)]) => {
+            if fits(other, value) {
+                Ok(optional(join(*value.clone(), *other.clone())))
+            } else {
+                Err(())
+            }
+        }
+        (
+            "reverse" | "sort" | "distinct" | "slice" | "flatten" | "first" | "last" | "sum"
+            | "min" | "max" | "isSorted" | "orValue" | "value" | "hasValue" | "or",
+            Some(receiver),
+            _,
+        ) if open(receiver) => Ok(Unknown),
         _ => return None,
     })
 }

@@ -1,12 +1,21 @@
 //! The types the load-time check works with ([`crate::cel::check::type_check`]): CEL's
-//! types as far as they are known, `dyn` where they are not.
+//! types as far as they are known, `Unknown` where they are not.
 
 use std::fmt;
 
-/// A type as far as it is known; `Dyn` where it is not.
+/// A type as far as it is known; `Unknown` where it is not.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Ty {
+    /// cel-go's `dyn`, as it would type the expression too: `object` and
+    /// what is selected from it, `dyn(x)`.
     Dyn,
+    /// A type this check has not worked out (a function without a signature
+    /// here): it fits everything, and a literal's items are compared only
+    /// where none is unknown.
+    Unknown,
+    /// The items of an empty literal, cel-go's free type parameter: they take
+    /// the type of what is added to them (`[] + [1]` is a `list(int)`).
+    Free,
     Null,
     Bool,
     Int,
@@ -16,6 +25,11 @@ pub(crate) enum Ty {
     Bytes,
     List(Box<Ty>),
     Map(Box<Ty>, Box<Ty>),
+    Optional(Box<Ty>),
+    /// The `[index, value]` or `[key, value]` pairs a two-variable
+    /// comprehension ranges over after its rewrite
+    /// ([`crate::cel::program::comprehensions`]): a list whose items have two types.
+    Pair(Box<Ty>, Box<Ty>),
     Timestamp,
     Duration,
     Type,
@@ -36,6 +50,7 @@ impl fmt::Display for Ty {
         match self {
             Ty::List(element) => write!(f, "list({element})"),
             Ty::Map(key, value) => write!(f, "map({key}, {value})"),
+            Ty::Optional(value) => write!(f, "optional_type({value})"),
             Ty::Declared(declared) => write!(f, "kubernetes.{}", declared.name()),
             other => f.write_str(other.kind()),
         }
@@ -50,7 +65,7 @@ impl Ty {
     /// The name of the type without its parameters, as messages say it.
     pub(in crate::cel) fn kind(&self) -> &'static str {
         match self {
-            Ty::Dyn => "dyn",
+            Ty::Dyn | Ty::Unknown | Ty::Free | Ty::Pair(..) => "dyn",
             Ty::Null => "null",
             Ty::Bool => "bool",
             Ty::Int => "int",
@@ -60,6 +75,7 @@ impl Ty {
             Ty::Bytes => "bytes",
             Ty::List(_) => "list",
             Ty::Map(..) => "map",
+            Ty::Optional(_) => "optional_type",
             Ty::Timestamp => "timestamp",
             Ty::Duration => "duration",
             Ty::Type => "type",
@@ -73,28 +89,43 @@ impl Ty {
     pub(in crate::cel) fn is_numeric(&self) -> bool {
         matches!(self, Ty::Int | Ty::Uint | Ty::Double)
     }
+
+    /// Whether a value of this type may be of any type: `dyn`, unknown here,
+    /// or Kyverno's `google.protobuf.Any`.
+    pub(in crate::cel) fn is_open(&self) -> bool {
+        matches!(
+            self,
+            Ty::Dyn | Ty::Unknown | Ty::Free | Ty::Any | Ty::Pair(..)
+        )
+    }
 }
 
-/// Whether a value of type `a` may stand where `b` is wanted: `dyn` fits
-/// everything and everything fits `dyn`.
+/// Whether a value of type `a` may stand where `b` is wanted: `dyn` (or a
+/// type not known here) fits everything and everything fits `dyn`.
 pub(in crate::cel) fn fits(a: &Ty, b: &Ty) -> bool {
     match (a, b) {
-        (Ty::Dyn | Ty::Any, _) | (_, Ty::Dyn | Ty::Any) => true,
-        (Ty::List(a), Ty::List(b)) => fits(a, b),
+        _ if a.is_open() || b.is_open() => true,
+        (Ty::List(a), Ty::List(b)) | (Ty::Optional(a), Ty::Optional(b)) => fits(a, b),
         (Ty::Map(ka, va), Ty::Map(kb, vb)) => fits(ka, kb) && fits(va, vb),
         _ => a == b,
     }
 }
 
-/// The type of a value that is of type `a` or of type `b`.
+/// The type of a value that is of type `a` or of type `b`: cel-go's most
+/// general of two types that fit each other (`dyn` with anything is `dyn`);
+/// an empty literal's items take the other's type.
 pub(in crate::cel) fn join(a: Ty, b: Ty) -> Ty {
     match (a, b) {
         (a, b) if a == b => a,
+        (Ty::Free, other) | (other, Ty::Free) => other,
+        (Ty::Unknown, _) | (_, Ty::Unknown) => Ty::Unknown,
+        (Ty::Dyn, _) | (_, Ty::Dyn) => Ty::Dyn,
         (Ty::List(a), Ty::List(b)) => Ty::list(join(*a, *b)),
+        (Ty::Optional(a), Ty::Optional(b)) => Ty::Optional(Box::new(join(*a, *b))),
         (Ty::Map(ka, va), Ty::Map(kb, vb)) => {
             Ty::Map(Box::new(join(*ka, *kb)), Box::new(join(*va, *vb)))
         }
-        _ => Ty::Dyn,
+        _ => Ty::Unknown,
     }
 }
 
