@@ -19,9 +19,9 @@ CHECKED_LATER = [
     (r"undeclared reference to '(math|cel)'",
      "math.greatest/least and cel.bind (rewritten as macros) are accepted in a MutatingAdmissionPolicy", False),
     # cel-go's homogeneous literals: refused here too where the check knows
-    # both items' types; an item of type `dyn`, a type value, or a result
-    # whose type it does not work out (`distinct()`, `sortBy()`, a macro's
-    # list) is let through.
+    # both items' types (`dyn` included); a type value, or a list whose item
+    # type cel-go binds later through the operators its items meet
+    # (`[].filter(x, x % 2 == 0)`), is let through.
     (r"expected type '[^']*' but found '[^']*'",
      "a literal mixing item types is accepted at load where the check does not know an item's type", False),
     (r"found no matching overload for",
