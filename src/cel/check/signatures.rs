@@ -110,11 +110,8 @@ pub(in crate::cel) fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>
         },
         ("_[_]", [container, index]) => match container {
             Dyn => Ok(Dyn),
-            // `x.?a['b']`: an optional of the item.
-            Optional(inner) => Ok(match operator("_[?_]", &[*inner.clone(), index.clone()]) {
-                Some(Ok(found)) => found,
-                _ => Ty::Optional(Box::new(Unknown)),
-            }),
+            // `x.?a['b']`: an optional of the item, as `x.?a[?'b']`.
+            Optional(_) => return operator("_[?_]", args),
             Object | Declared(_) => Ok(Unknown),
             _ if container.is_open() => Ok(Unknown),
             List(item) if fits(index, &Int) || matches!(index, Uint) => Ok(*item.clone()),

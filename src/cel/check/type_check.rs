@@ -11,7 +11,7 @@
 //! variables built from them). Whether a called function exists is asked of
 //! an environment with every library in it, so no list of names is kept.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use std::sync::Arc;
 
@@ -73,6 +73,7 @@ pub(crate) fn check(
         scopes: Vec::new(),
         kyverno,
         exempt_literals: 0,
+        types: HashMap::new(),
     };
     checker.infer(expr).map_err(|error| {
         match error.anchor.and_then(|anchor| position(source, &anchor)) {
@@ -93,10 +94,19 @@ struct Checker<'a> {
     /// arguments are a list of anything, and cel-go's strings library exempts
     /// it from the homogeneous literals check.
     exempt_literals: usize,
+    /// The type each node was given, by id, as cel-go's checker keeps them:
+    /// what checks of a call's argument read after typing it once.
+    types: HashMap<u64, Ty>,
 }
 
 impl Checker<'_> {
     fn infer(&mut self, expr: &IdedExpr) -> Result<Ty, TypeError> {
+        let ty = self.infer_node(expr)?;
+        self.types.insert(expr.id, ty.clone());
+        Ok(ty)
+    }
+
+    fn infer_node(&mut self, expr: &IdedExpr) -> Result<Ty, TypeError> {
         match &expr.expr {
             Expr::Literal(literal) => Ok(match literal {
                 LiteralValue::Boolean(_) => Ty::Bool,
@@ -132,15 +142,15 @@ impl Checker<'_> {
                     if list.optional_indices.contains(&i) {
                         ty = unwrap_optional(ty);
                     }
-                    // cel-go compares each item with the first, whose free
-                    // type parameters (`[]`) the items after it have bound.
                     match (&first, &element) {
-                        (None, _) => first = Some(ty.clone()),
-                        (Some(first), _) if exact(first) => {
-                            self.homogeneous(first, &ty, "item", i)?
+                        // cel-go compares each item with the first, whose
+                        // free type parameters (`[]`) the items after it
+                        // have bound.
+                        (Some(first), Some(before)) => {
+                            let reference = if exact(first) { first } else { before };
+                            self.homogeneous(reference, &ty, "item", i)?;
                         }
-                        (_, Some(before)) => self.homogeneous(before, &ty, "item", i)?,
-                        (Some(_), None) => {}
+                        _ => first = Some(ty.clone()),
                     }
                     element = Some(match element {
                         None => ty,
@@ -437,15 +447,16 @@ impl Checker<'_> {
 
 impl Checker<'_> {
     /// cel-go's check of a `format` call with a literal text and a list
-    /// literal: each clause against its argument's type.
-    fn format_clauses(&mut self, text: &str, list: &IdedExpr) -> Result<(), TypeError> {
+    /// literal (already typed): each clause against its argument's type.
+    fn format_clauses(&self, text: &str, list: &IdedExpr) -> Result<(), TypeError> {
         let Expr::List(items) = &list.expr else {
             return Ok(());
         };
-        let mut args = Vec::with_capacity(items.elements.len());
-        for item in &items.elements {
-            args.push(self.static_arg(item)?);
-        }
+        let args: Vec<StaticArg> = items
+            .elements
+            .iter()
+            .map(|item| self.static_arg(item))
+            .collect();
         crate::cel::libraries::string_format::check_literal_call(text, &args).map_err(|message| {
             TypeError {
                 message,
@@ -454,29 +465,31 @@ impl Checker<'_> {
         })
     }
 
-    fn static_arg(&mut self, expr: &IdedExpr) -> Result<StaticArg, TypeError> {
-        let ty = self.infer(expr)?;
-        let mut items = Vec::new();
-        match &expr.expr {
-            Expr::List(list) => {
-                for item in &list.elements {
-                    items.push(self.static_arg(item)?);
-                }
-            }
-            Expr::Map(map) => {
-                for entry in &map.entries {
-                    if let EntryExpr::MapEntry(entry) = &entry.expr {
-                        items.push(self.static_arg(&entry.key)?);
-                        items.push(self.static_arg(&entry.value)?);
-                    }
-                }
-            }
-            _ => {}
-        }
-        Ok(StaticArg {
-            type_name: cel_go_type_name(&ty),
+    /// An argument of a literal `format` call, from the types its nodes were
+    /// given; a node not typed counts as of any type.
+    fn static_arg(&self, expr: &IdedExpr) -> StaticArg {
+        let items = match &expr.expr {
+            Expr::List(list) => list
+                .elements
+                .iter()
+                .map(|item| self.static_arg(item))
+                .collect(),
+            Expr::Map(map) => map
+                .entries
+                .iter()
+                .filter_map(|entry| match &entry.expr {
+                    EntryExpr::MapEntry(entry) => Some([&entry.key, &entry.value]),
+                    EntryExpr::StructField(_) => None,
+                })
+                .flatten()
+                .map(|part| self.static_arg(part))
+                .collect(),
+            _ => Vec::new(),
+        };
+        StaticArg {
+            type_name: self.types.get(&expr.id).and_then(cel_go_type_name),
             items,
-        })
+        }
     }
 }
 
