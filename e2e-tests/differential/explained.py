@@ -48,12 +48,19 @@ def orderless(value):
 
 def same_but_order(a, b):
     """Whether two typed lists hold the same items, at any depth, in another
-    order; or two strings that write one flat list (`format()`'s `%s` of a
-    list) with the same items in another order."""
+    order; two maps have the same keys and the same values, given to the keys
+    in another order (`[3, 1].transformMap(i, v, v).map(k, k)` lists a map's
+    keys, then numbers them); or two strings that write one flat list
+    (`format()`'s `%s` of a list) with the same items in another order."""
     if isinstance(a, dict) and isinstance(b, dict) and isinstance(a.get("string"), str) \
             and isinstance(b.get("string"), str):
         items = lambda text: sorted(text[1:-1].split(", ")) if re.fullmatch(r"\[[^\[\]]*\]", text) else None
         return a != b and items(a["string"]) is not None and items(a["string"]) == items(b["string"])
+    if isinstance(a, dict) and isinstance(b, dict) and isinstance(a.get("map"), list) \
+            and isinstance(b.get("map"), list):
+        def parts(value, at):
+            return sorted(json.dumps(orderless(entry[at]), sort_keys=True) for entry in value["map"])
+        return a != b and parts(a, 0) == parts(b, 0) and parts(a, 1) == parts(b, 1)
     if not (isinstance(a, dict) and isinstance(b, dict) and "list" in a and "list" in b):
         return False
     return orderless(a) == orderless(b)

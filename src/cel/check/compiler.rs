@@ -11,7 +11,9 @@ use crate::cel::patch::patchers::{PatchKind, Patcher};
 use ::cel::IdedExpr;
 use ::cel::common::ast::{CallExpr, Expr};
 
-use crate::cel::check::{constants, declarations, metadata_literals, result_types, type_check};
+use crate::cel::check::{
+    constants, declarations, metadata_literals, result_types, type_check, types,
+};
 use crate::cel::libraries;
 use crate::cel::policy::CelPolicy;
 use crate::cel::policy::autogen;
@@ -495,6 +497,11 @@ fn check_expressions(policy: &CelPolicy) -> Result<(), String> {
         if let Place::Variable(i) = place
             && let Some(variable) = policy.spec.variables.get(i)
         {
+            let ty = if policy.kind.is_kyverno() {
+                ty
+            } else {
+                types::kubernetes_variable(ty)
+            };
             variable_types.insert(variable.name.clone(), ty);
         }
     }

@@ -10,7 +10,7 @@ use crate::cel::check::types::{Ty, fits, join};
 pub(in crate::cel) fn resolve(overloads: &[(Vec<Ty>, Ty)], args: &[Ty]) -> Option<Ty> {
     let unknown = args
         .iter()
-        .any(|a| matches!(a, Ty::Unknown | Ty::Free | Ty::Pair(..)));
+        .any(|a| matches!(a, Ty::Unknown | Ty::Free | Ty::Var(_) | Ty::Pair(..)));
     overloads
         .iter()
         .filter(|(params, _)| {
@@ -44,6 +44,9 @@ pub(in crate::cel) fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>
         // cel-go's `list(A) + list(A)`: the items' types must fit each other.
         ("_+_", [List(a), List(b)]) if fits(a, b) => Ok(Ty::list(join(*a.clone(), *b.clone()))),
         ("_+_", [List(_), List(_)]) => Err(()),
+        // cel-go: only `list(A) + list(A)` takes a list, so a `dyn` beside
+        // one is a list of its items.
+        ("_+_", [List(item), Dyn] | [Dyn, List(item)]) => Ok(Ty::list(*item.clone())),
         ("_+_", [List(_), other] | [other, List(_)]) if other.is_open() => Ok(Ty::list(Unknown)),
         ("_+_", _) => {
             let mut o = same(
@@ -255,7 +258,10 @@ pub(in crate::cel) fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty
         ("isGreaterThan" | "isLessThan" | "containsIP" | "containsCIDR", true) => {
             vec![(vec![Unknown, Unknown], Bool)]
         }
-        ("asInteger" | "sign" | "family" | "prefixLength", true) => vec![(vec![Unknown], Int)],
+        ("asInteger" | "sign" | "family" | "prefixLength" | "major" | "minor" | "patch", true) => {
+            vec![(vec![Unknown], Int)]
+        }
+        ("isSemver", false) => vec![(vec![String], Bool), (vec![String, Bool], Bool)],
         ("asApproximateFloat", true) => vec![(vec![Unknown], Double)],
         ("isInteger", true) => vec![(vec![Unknown], Bool)],
         // Kyverno's reads give `map(string, google.protobuf.Any)`, whatever
@@ -339,6 +345,10 @@ pub(in crate::cel) fn parametric(
                 Err(())
             }
         }
+        // On a `dyn`, cel-go's `optional(A)` takes anything and the argument
+        // binds `A`.
+        ("orValue", Some(Dyn), [other]) => Ok(other.clone()),
+        ("or", Some(Dyn), [Optional(other)]) => Ok(Optional(other.clone())),
         ("value", Some(Optional(value)), []) => Ok(*value.clone()),
         ("hasValue", Some(Optional(_)), []) => Ok(Bool),
         ("or", Some(Optional(value)), [Optional(other)]) => {
@@ -356,4 +366,203 @@ pub(in crate::cel) fn parametric(
         ) if open(receiver) => Ok(Unknown),
         _ => return None,
     })
+}
+
+/// The parameters of cel-go's overloads of `name` in the order cel-go
+/// declares them (a member's receiver first), for binding free type
+/// parameters: cel-go binds them through every overload that fits, the
+/// first deciding (`x % 2` makes `x` an `int`, `x + x` a `bytes`). An
+/// overload's type parameters (`list(A)`) are new ones from `fresh`.
+/// `None` for the functions not listed, whose free arguments the check
+/// leaves open.
+pub(in crate::cel) fn declared_overloads(
+    name: &str,
+    member: bool,
+    fresh: &mut dyn FnMut() -> Ty,
+) -> Option<Vec<Vec<Ty>>> {
+    use Param::*;
+    const ORDERED: &[&[Param]] = &[
+        &[Bool, Bool],
+        &[Int, Int],
+        &[Int, Double],
+        &[Int, Uint],
+        &[Uint, Uint],
+        &[Uint, Double],
+        &[Uint, Int],
+        &[Double, Double],
+        &[Double, Int],
+        &[Double, Uint],
+        &[String, String],
+        &[Bytes, Bytes],
+        &[Timestamp, Timestamp],
+        &[Duration, Duration],
+    ];
+    // Kubernetes' lists library and cel-go's lists extension: the types a
+    // list's items may be ordered by, in their order.
+    const SORTABLE: &[&[Param]] = &[
+        &[ListOf(&Int)],
+        &[ListOf(&Uint)],
+        &[ListOf(&Double)],
+        &[ListOf(&Bool)],
+        &[ListOf(&Duration)],
+        &[ListOf(&Timestamp)],
+        &[ListOf(&String)],
+        &[ListOf(&Bytes)],
+    ];
+    let table: &[&[Param]] = match (name, member) {
+        ("_?_:_", false) => &[&[Bool, A, A]],
+        ("_==_" | "_!=_", false) => &[&[A, A]],
+        ("_+_", false) => &[
+            &[Bytes, Bytes],
+            &[Double, Double],
+            &[Duration, Duration],
+            &[Duration, Timestamp],
+            &[Timestamp, Duration],
+            &[Int, Int],
+            &[ListOf(&A), ListOf(&A)],
+            &[String, String],
+            &[Uint, Uint],
+        ],
+        ("_/_" | "_*_", false) => &[&[Double, Double], &[Int, Int], &[Uint, Uint]],
+        ("_%_", false) => &[&[Int, Int], &[Uint, Uint]],
+        ("-_", false) => &[&[Double], &[Int]],
+        ("_-_", false) => &[
+            &[Double, Double],
+            &[Duration, Duration],
+            &[Int, Int],
+            &[Timestamp, Duration],
+            &[Timestamp, Timestamp],
+            &[Uint, Uint],
+        ],
+        ("_<_" | "_<=_" | "_>_" | "_>=_", false) => ORDERED,
+        ("_[_]", false) => &[&[ListOf(&A), Int], &[MapOf(&B, &C), B]],
+        ("@in", false) => &[&[A, ListOf(&A)], &[B, MapOf(&B, &C)]],
+        ("size", _) => &[&[Bytes], &[ListOf(&A)], &[MapOf(&B, &C)], &[String]],
+        ("type" | "dyn", false) => &[&[A]],
+        ("int", false) => &[
+            &[Int],
+            &[Double],
+            &[Duration],
+            &[String],
+            &[Timestamp],
+            &[Uint],
+        ],
+        ("uint", false) => &[&[Uint], &[Double], &[Int], &[String]],
+        ("double", false) => &[&[Double], &[Int], &[String], &[Uint]],
+        ("string", false) => &[
+            &[String],
+            &[Bool],
+            &[Bytes],
+            &[Double],
+            &[Duration],
+            &[Int],
+            &[Timestamp],
+            &[Uint],
+        ],
+        ("bool", false) => &[&[Bool], &[String]],
+        ("bytes", false) => &[&[Bytes], &[String]],
+        ("sort" | "isSorted" | "min" | "max", true) => SORTABLE,
+        ("sum", true) => &[
+            &[ListOf(&Int)],
+            &[ListOf(&Uint)],
+            &[ListOf(&Double)],
+            &[ListOf(&Duration)],
+        ],
+        ("reverse" | "distinct" | "first" | "last", true) => &[&[ListOf(&A)]],
+        ("slice", true) => &[&[ListOf(&A), Int, Int]],
+        ("join", true) => &[&[ListOf(&String)], &[ListOf(&String), String]],
+        ("lists.range", false) => &[&[Int]],
+        ("sets.contains" | "sets.equivalent" | "sets.intersects", false) => {
+            &[&[ListOf(&A), ListOf(&A)]]
+        }
+        ("optional.of" | "optional.ofNonZeroValue", false) => &[&[A]],
+        ("value" | "hasValue", true) => &[&[OptionalOf(&A)]],
+        ("orValue", true) => &[&[OptionalOf(&A), A]],
+        ("or", true) => &[&[OptionalOf(&A), OptionalOf(&A)]],
+        // The pairs a two-variable comprehension ranges over (this policy's
+        // rewrite): the items keep their type.
+        ("@entries", false) => &[&[ListOf(&A)], &[MapOf(&B, &C)]],
+        // The accumulator of `transformMap` (cel-go's own helper).
+        ("@mapInsert", false) => &[&[MapOf(&A, &B), A, B], &[MapOf(&A, &B), MapOf(&A, &B)]],
+        // The standard library's and the strings extension's string
+        // functions: their overloads agree on the receiver.
+        (
+            "contains" | "startsWith" | "endsWith" | "matches" | "charAt" | "lowerAscii"
+            | "upperAscii" | "trim" | "replace" | "split" | "substring",
+            true,
+        ) => {
+            return Some(
+                signatures(name, true)?
+                    .into_iter()
+                    .map(|(params, _)| params)
+                    .collect(),
+            );
+        }
+        _ => return None,
+    };
+    Some(
+        table
+            .iter()
+            .map(|params| {
+                // New parameters for each overload that has them.
+                let vars = if params.iter().any(|p| p.generic()) {
+                    [fresh(), fresh(), fresh()]
+                } else {
+                    [Ty::Dyn, Ty::Dyn, Ty::Dyn]
+                };
+                params.iter().map(|p| p.ty(&vars)).collect()
+            })
+            .collect(),
+    )
+}
+
+/// A parameter in [`declared_overloads`]' tables: a type, or one of an
+/// overload's type parameters (`A`, `B`, `C`) or a type made of them.
+#[derive(Clone, Copy)]
+enum Param {
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    Timestamp,
+    Duration,
+    A,
+    B,
+    C,
+    ListOf(&'static Param),
+    MapOf(&'static Param, &'static Param),
+    OptionalOf(&'static Param),
+}
+
+impl Param {
+    fn generic(self) -> bool {
+        match self {
+            Param::A | Param::B | Param::C => true,
+            Param::ListOf(item) | Param::OptionalOf(item) => item.generic(),
+            Param::MapOf(key, value) => key.generic() || value.generic(),
+            _ => false,
+        }
+    }
+
+    fn ty(self, vars: &[Ty; 3]) -> Ty {
+        let [a, b, c] = vars;
+        match self {
+            Param::Bool => Ty::Bool,
+            Param::Int => Ty::Int,
+            Param::Uint => Ty::Uint,
+            Param::Double => Ty::Double,
+            Param::String => Ty::String,
+            Param::Bytes => Ty::Bytes,
+            Param::Timestamp => Ty::Timestamp,
+            Param::Duration => Ty::Duration,
+            Param::A => a.clone(),
+            Param::B => b.clone(),
+            Param::C => c.clone(),
+            Param::ListOf(item) => Ty::list(item.ty(vars)),
+            Param::MapOf(key, value) => Ty::Map(Box::new(key.ty(vars)), Box::new(value.ty(vars))),
+            Param::OptionalOf(item) => Ty::Optional(Box::new(item.ty(vars))),
+        }
+    }
 }

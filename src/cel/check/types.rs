@@ -13,9 +13,13 @@ pub(crate) enum Ty {
     /// here): it fits everything, and a literal's items are compared only
     /// where none is unknown.
     Unknown,
-    /// The items of an empty literal, cel-go's free type parameter: they take
-    /// the type of what is added to them (`[] + [1]` is a `list(int)`).
+    /// A free type parameter in the signature tables (`optional.none()`):
+    /// the check gives each a new [`Ty::Var`] where it meets one.
     Free,
+    /// A type parameter of the check's
+    /// [`crate::cel::check::type_parameters::Mapping`]: an empty literal's
+    /// items, bound by the first overload that takes them.
+    Var(u32),
     Null,
     Bool,
     Int,
@@ -65,7 +69,7 @@ impl Ty {
     /// The name of the type without its parameters, as messages say it.
     pub(in crate::cel) fn kind(&self) -> &'static str {
         match self {
-            Ty::Dyn | Ty::Unknown | Ty::Free | Ty::Pair(..) => "dyn",
+            Ty::Dyn | Ty::Unknown | Ty::Free | Ty::Var(_) | Ty::Pair(..) => "dyn",
             Ty::Null => "null",
             Ty::Bool => "bool",
             Ty::Int => "int",
@@ -95,8 +99,44 @@ impl Ty {
     pub(in crate::cel) fn is_open(&self) -> bool {
         matches!(
             self,
-            Ty::Dyn | Ty::Unknown | Ty::Free | Ty::Any | Ty::Pair(..)
+            Ty::Dyn | Ty::Unknown | Ty::Free | Ty::Var(_) | Ty::Any | Ty::Pair(..)
         )
+    }
+}
+
+/// The type Kubernetes gives a policy's variable of type `ty`: it declares
+/// each variable by its checked type converted to its own declaration types
+/// (`convertCelTypeToDeclType` in k8s.io/apiserver's CEL composition), which
+/// keep the primitive types, timestamps, durations, null, lists and maps,
+/// and make everything else `dyn` (an optional, a type, `namespaceObject`).
+/// Kyverno declares the checked type as it is.
+pub(crate) fn kubernetes_variable(ty: Ty) -> Ty {
+    match ty {
+        Ty::List(item) => Ty::list(kubernetes_variable(*item)),
+        Ty::Map(key, value) => Ty::Map(
+            Box::new(kubernetes_variable(*key)),
+            Box::new(kubernetes_variable(*value)),
+        ),
+        Ty::Null
+        | Ty::Bool
+        | Ty::Int
+        | Ty::Uint
+        | Ty::Double
+        | Ty::String
+        | Ty::Bytes
+        | Ty::Timestamp
+        | Ty::Duration
+        | Ty::Any
+        | Ty::Unknown => ty,
+        Ty::Dyn
+        | Ty::Free
+        | Ty::Var(_)
+        | Ty::Optional(_)
+        | Ty::Pair(..)
+        | Ty::Type
+        | Ty::Object
+        | Ty::JsonPatch
+        | Ty::Declared(_) => Ty::Dyn,
     }
 }
 
@@ -117,7 +157,7 @@ pub(in crate::cel) fn fits(a: &Ty, b: &Ty) -> bool {
 pub(in crate::cel) fn join(a: Ty, b: Ty) -> Ty {
     match (a, b) {
         (a, b) if a == b => a,
-        (Ty::Free, other) | (other, Ty::Free) => other,
+        (Ty::Free | Ty::Var(_), other) | (other, Ty::Free | Ty::Var(_)) => other,
         (Ty::Unknown, _) | (_, Ty::Unknown) => Ty::Unknown,
         (Ty::Dyn, _) | (_, Ty::Dyn) => Ty::Dyn,
         (Ty::List(a), Ty::List(b)) => Ty::list(join(*a, *b)),
