@@ -86,10 +86,11 @@ def cel(case, reference, ours):
         if all(same_but_order(reference.get("value"), answer.get("value")) for answer in ours.values()) \
                 and any(reference.get("value") != answer.get("value") for answer in ours.values()):
             return "the order a map's entries are visited in (unspecified: Go's maps and the crate's hash maps)"
-        # An expression that walks a map may also pick other entries in
-        # another order: both values then have the same type and size.
+        # An expression that walks a map (a literal, the labels or
+        # annotations, one `transformMap` builds) may also pick other entries
+        # in another order: both values then have the same type and size.
         if re.search(r"\.(map|filter|all|exists|exists_one|transform\w*)\(", text) and \
-                re.search(r"\{|labels|annotations", text) and \
+                re.search(r"\{|labels|annotations|transformMap(Entry)?\(", text) and \
                 all(same_shape(reference.get("value"), answer.get("value")) for answer in ours.values()):
             return "the order a map's entries are visited in (unspecified: Go's maps and the crate's hash maps)"
         return None

@@ -470,6 +470,7 @@ pub(in crate::cel) fn declared_overloads(
         ],
         ("reverse" | "distinct" | "first" | "last", true) => &[&[ListOf(&A)]],
         ("slice", true) => &[&[ListOf(&A), Int, Int]],
+        ("flatten", true) => &[&[ListOf(&ListOf(&A))], &[ListOf(&Dyn), Int]],
         ("join", true) => &[&[ListOf(&String)], &[ListOf(&String), String]],
         ("lists.range", false) => &[&[Int]],
         ("sets.contains" | "sets.equivalent" | "sets.intersects", false) => {
@@ -528,6 +529,7 @@ enum Param {
     Bytes,
     Timestamp,
     Duration,
+    Dyn,
     A,
     B,
     C,
@@ -557,6 +559,7 @@ impl Param {
             Param::Bytes => Ty::Bytes,
             Param::Timestamp => Ty::Timestamp,
             Param::Duration => Ty::Duration,
+            Param::Dyn => Ty::Dyn,
             Param::A => a.clone(),
             Param::B => b.clone(),
             Param::C => c.clone(),

@@ -1190,6 +1190,8 @@ mod tests {
             "[[].filter(x, x % 2 == 0), {'a': 1}.map(k, k)]",
             "[[], {}]",
             "[].filter(x, x % 2 == 0).map(y, y + 'a')",
+            "[[], []].flatten() + [1] == ['a']",
+            "[object.a, [[], []].flatten()]",
         ] {
             assert!(type_of(source).is_err(), "{source}");
         }
