@@ -410,11 +410,8 @@ impl Checker<'_> {
         for arg in &call.args {
             args.push(self.infer(arg)?);
         }
-        let bound_name = match (&qualified, &namespaced) {
-            (Some(qualified), Some(_)) => qualified.as_str(),
-            _ => name,
-        };
-        self.bind_arguments(bound_name, receiver.as_ref(), &args);
+        let full_name = namespaced.as_deref().unwrap_or(name);
+        self.bind_arguments(full_name, receiver.as_ref(), &args);
         let receiver = receiver.map(|ty| self.mapping.substitute(&ty));
         let args: Vec<Ty> = args.iter().map(|ty| self.mapping.substitute(ty)).collect();
         // A timestamp getter given a zone no database has (a typo) would fail
@@ -445,7 +442,6 @@ impl Checker<'_> {
         ) {
             self.format_clauses(text, list)?;
         }
-        let full_name = namespaced.as_deref().unwrap_or(name);
         // A two-variable comprehension's `@entry[0]`, `@entry[1]`.
         if let (Some(Expr::Literal(LiteralValue::Int(at))), [Ty::Pair(first, second), _]) =
             (call.args.get(1).map(|a| &a.expr), args.as_slice())

@@ -100,27 +100,18 @@ impl Mapping {
 
     /// Whether `ty` holds a parameter not bound yet.
     pub(crate) fn has_free(&self, ty: &Ty) -> bool {
-        match self.substitute(ty) {
-            Ty::Var(_) => true,
-            Ty::List(item) | Ty::Optional(item) => self.has_free(&item),
-            Ty::Map(a, b) | Ty::Pair(a, b) => self.has_free(&a) || self.has_free(&b),
-            _ => false,
-        }
+        let mut found = false;
+        each_var(&self.substitute(ty), &mut |_| found = true);
+        found
     }
 
     /// Binds each free parameter in `ty` to `to` (a call this check has no
     /// overloads for: what cel-go would bind them to is not known here, so
     /// they take an open type and nothing is refused through them).
     pub(crate) fn bind_free(&mut self, ty: &Ty, to: &Ty) {
-        match self.substitute(ty) {
-            Ty::Var(id) => bind(&mut self.bound, id, to.clone()),
-            Ty::List(item) | Ty::Optional(item) => self.bind_free(&item, to),
-            Ty::Map(a, b) | Ty::Pair(a, b) => {
-                self.bind_free(&a, to);
-                self.bind_free(&b, to);
-            }
-            _ => {}
-        }
+        let ty = self.substitute(ty);
+        let bound = &mut self.bound;
+        each_var(&ty, &mut |id| bind(bound, id, to.clone()));
     }
 
     /// cel-go's `isAssignable`: whether a `t1` may stand where `t2` is
@@ -154,6 +145,20 @@ impl Mapping {
         } else {
             Ty::Dyn
         }
+    }
+}
+
+/// Calls `f` with each parameter in `ty`, a type already substituted (so
+/// each is free).
+fn each_var(ty: &Ty, f: &mut dyn FnMut(u32)) {
+    match ty {
+        Ty::Var(id) => f(*id),
+        Ty::List(item) | Ty::Optional(item) => each_var(item, f),
+        Ty::Map(a, b) | Ty::Pair(a, b) => {
+            each_var(a, f);
+            each_var(b, f);
+        }
+        _ => {}
     }
 }
 
