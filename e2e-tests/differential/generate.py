@@ -149,6 +149,20 @@ class Gen:
         f = getattr(self, "e_" + t)
         return f(d - 1)
 
+    def ordered_list(self, d, kinds=("int", "uint", "double", "string", "bool", "bytes", "duration", "timestamp")):
+        """A list for Kubernetes' lists functions: of one of `kinds` (at
+        times emptied by a filter, where `sum()` is the zero of the declared
+        type), of `dyn` items of any of them, or of the object's maps."""
+        form = self.r.random()
+        if form < 0.25:
+            return "[" + ", ".join(f"dyn({self.expr(self.pick(list(kinds)), d)})"
+                                   for _ in range(self.pick([1, 2, 3]))) + "]"
+        if form < 0.3:
+            return self.pick(["[object.spec]", "object.spec.containers", "[dyn(null)]", "[[1], [2]]"])
+        t = self.pick(list(kinds))
+        items = f"[{self.expr(t, d)}, {self.expr(t, d)}, {self.expr(t, d)}]"
+        return f"{items}.filter(x, false)" if self.chance(0.2) else items
+
     def leaf(self, t):
         return {
             "int": lambda: self.pick(INT_EDGES + [str(self.r.randint(-1000, 1000))]),
@@ -223,6 +237,7 @@ class Gen:
             lambda: f"{s()}.replace({s()}, {s()})", lambda: f"{s()}.replace({s()}, {s()}, {i()})",
             lambda: f"{s()}.substring({i()})", lambda: f"{s()}.substring({i()}, {i()})",
             lambda: f"{s()}.trim()", lambda: f"{s()}.charAt({i()})", lambda: f"{s()}.reverse()",
+            lambda: f"string({self.ordered_list(d)}.{self.pick(['min', 'max', 'sum'])}())",
             lambda: f"{s()}.split({s()}).join('|')", lambda: f"{s()}.split({s()}, {i()}).join()",
             lambda: f"string({self.expr('int', d)})", lambda: f"string({self.expr('uint', d)})",
             lambda: f"string({self.expr('double', d)})", lambda: f"string({self.expr('bool', d)})",
@@ -277,7 +292,8 @@ class Gen:
             lambda: f"sets.contains({self.expr('list', d)}, {self.expr('list', d)})",
             lambda: f"sets.intersects([1, 2], {self.expr('list', d)})",
             lambda: f"sets.equivalent([1, 2, 2], {self.expr('list', d)})",
-            lambda: f"{self.expr('list', d)}.isSorted()",
+            lambda: f"{self.expr('list', d)}.isSorted()", lambda: f"{self.ordered_list(d)}.isSorted()",
+            lambda: f"type({self.ordered_list(d, ('int', 'uint', 'double', 'duration'))}.sum()) == {self.pick(['int', 'uint', 'double', 'type(duration(' + chr(39) + '0s' + chr(39) + '))'])}",
             lambda: f"ip('{self.pick(['10.0.0.1', '::1', '127.0.0.1', 'fe80::1'])}').{self.pick(['isLoopback', 'isGlobalUnicast', 'isUnspecified', 'isLinkLocalUnicast'])}()",
             lambda: f"cidr('{self.pick(['10.0.0.0/8', '192.168.0.0/16'])}').containsIP('{self.pick(['10.1.2.3', '192.168.5.5', '8.8.8.8'])}')",
             lambda: f"isIP('{self.pick(['10.0.0.1', '1.2.3', '::g', '::1'])}')", lambda: f"isCIDR('{self.pick(['10.0.0.0/8', '10.0.0.1/33'])}')",

@@ -12,7 +12,7 @@ use ::cel::IdedExpr;
 use ::cel::common::ast::{CallExpr, Expr};
 
 use crate::cel::check::{
-    constants, declarations, metadata_literals, result_types, type_check, types,
+    constants, declarations, metadata_literals, result_types, type_check, typed_calls, types,
 };
 use crate::cel::libraries;
 use crate::cel::policy::CelPolicy;
@@ -350,6 +350,7 @@ pub fn compile(
         evaluators: Evaluators::SHIPPED,
         has_targets,
         parsed: OnceCell::new(),
+        retype: Some(typed_calls::retype),
     };
     if checks == Checks::Full {
         check_expressions(&policy)?;

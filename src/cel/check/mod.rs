@@ -2,8 +2,8 @@
 //! the type check with its types, signatures and type parameters, what an expression gives
 //! (`result_types`), metadata keys written as literals
 //! (`metadata_literals`), what Kubernetes works out when it makes a program
-//! (`constants`), and `compiler`, which checks a document and gives the
-//! compiled policy.
+//! (`constants`), the calls whose meaning the types decide (`typed_calls`),
+//! and `compiler`, which checks a document and gives the compiled policy.
 
 pub(crate) mod compiler;
 pub(crate) mod constants;
@@ -15,4 +15,5 @@ pub(crate) mod result_types;
 pub(crate) mod signatures;
 pub(crate) mod type_check;
 pub(crate) mod type_parameters;
+pub(crate) mod typed_calls;
 pub(crate) mod types;

@@ -293,6 +293,14 @@ pub(in crate::cel) fn parametric(
     let open = |t: &Ty| t.is_open();
     let optional = |t: Ty| Optional(Box::new(t));
     Some(match (name, receiver, args) {
+        // Declared for lists of the types that order (`sum`: that add) only:
+        // `[[1]].isSorted()` is no overload in cel-go's check.
+        ("sort" | "isSorted" | "min" | "max", Some(List(item)), [])
+            if !open(item) && !ordered(item) =>
+        {
+            Err(())
+        }
+        ("sum", Some(List(item)), []) if !open(item) && !summable(item) => Err(()),
         // One overload for each type of item that can be ordered or added:
         // over a list whose items' type is open, several fit and cel-go's
         // result is `dyn` or a type it binds on the way.
@@ -366,6 +374,23 @@ pub(in crate::cel) fn parametric(
         ) if open(receiver) => Ok(Unknown),
         _ => return None,
     })
+}
+
+/// Whether lists of `item` have Kubernetes' lists library's and the lists
+/// extension's ordering functions (their `comparableTypes`; a `null` fits a
+/// timestamp or a duration there).
+pub(in crate::cel) fn ordered(item: &Ty) -> bool {
+    use Ty::*;
+    *item == Null
+        || [Int, Uint, Double, Bool, Duration, Timestamp, String, Bytes]
+            .iter()
+            .any(|t| fits(item, t))
+}
+
+/// Whether lists of `item` have Kubernetes' `sum()` (its `summableTypes`).
+fn summable(item: &Ty) -> bool {
+    use Ty::*;
+    *item == Null || [Int, Uint, Double, Duration].iter().any(|t| fits(item, t))
 }
 
 /// The parameters of cel-go's overloads of `name` in the order cel-go

@@ -19,7 +19,7 @@ use ::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
 use crate::cel::check::homogeneous_literals::{self, Literal, unwrap_optional};
 use crate::cel::check::signatures::{
-    declared_overloads, operator, parametric, resolve, signatures, symbol,
+    declared_overloads, operator, ordered, parametric, resolve, signatures, symbol,
 };
 use crate::cel::check::type_parameters::Mapping;
 use crate::cel::check::types::Declared;
@@ -71,6 +71,29 @@ pub(crate) fn check(
     functions: &mut FunctionNames,
     kyverno: bool,
 ) -> Result<Ty, String> {
+    check_nodes(source, expr, variables, functions, kyverno, false).map(|(ty, _)| ty)
+}
+
+/// [`check`], with the type each node of `expr` was given, by id, its type
+/// parameters bound as the whole expression binds them.
+pub(crate) fn node_types(
+    source: &str,
+    expr: &IdedExpr,
+    variables: &BTreeMap<String, Ty>,
+    functions: &mut FunctionNames,
+    kyverno: bool,
+) -> Result<(Ty, HashMap<u64, Ty>), String> {
+    check_nodes(source, expr, variables, functions, kyverno, true)
+}
+
+fn check_nodes(
+    source: &str,
+    expr: &IdedExpr,
+    variables: &BTreeMap<String, Ty>,
+    functions: &mut FunctionNames,
+    kyverno: bool,
+    keep_nodes: bool,
+) -> Result<(Ty, HashMap<u64, Ty>), String> {
     let mut checker = Checker {
         variables,
         functions,
@@ -89,7 +112,15 @@ pub(crate) fn check(
                     message,
                     anchor: None,
                 })?;
-            Ok(checker.mapping.finish(&ty))
+            let nodes = match keep_nodes {
+                true => checker
+                    .types
+                    .iter()
+                    .map(|(id, node)| (*id, checker.mapping.finish(node)))
+                    .collect(),
+                false => HashMap::new(),
+            };
+            Ok((checker.mapping.finish(&ty), nodes))
         })
         .map_err(
             |error| match error.anchor.and_then(|anchor| position(source, &anchor)) {
@@ -460,6 +491,17 @@ impl Checker<'_> {
         // (`@not_strictly_false`, `math.@max`), and the optional select
         // (`_?._`).
         if name.contains('@') || name.starts_with('_') {
+            // `sortBy`'s keys must be of a type that orders, as `sort()`'s
+            // items.
+            if let ("@sortByAssociatedKeys", [Ty::List(key)]) = (name, args.as_slice())
+                && !key.is_open()
+                && !ordered(key)
+            {
+                return Err(TypeError {
+                    message: no_overload(full_name, receiver.as_ref(), &args),
+                    anchor: Some(Anchor::Name("sortBy".to_string())),
+                });
+            }
             return Ok(helper(name, receiver.as_ref(), &args, &call.args));
         }
         if !self.functions.declared(full_name) {
@@ -542,43 +584,10 @@ impl Checker<'_> {
             _ => Vec::new(),
         };
         StaticArg {
-            type_name: self.types.get(&expr.id).and_then(cel_go_type_name),
+            type_name: self.types.get(&expr.id).and_then(Ty::cel_go_name),
             items,
         }
     }
-}
-
-/// The name cel-go's `TypeName()` gives a type, `None` where the type may be
-/// of any kind (`dyn`, or not known here) or its name is not known here.
-fn cel_go_type_name(ty: &Ty) -> Option<String> {
-    Some(match ty {
-        Ty::Null => "null_type".to_string(),
-        Ty::Timestamp => "google.protobuf.Timestamp".to_string(),
-        Ty::Duration => "google.protobuf.Duration".to_string(),
-        Ty::Optional(_) => "optional_type".to_string(),
-        // Kyverno declares its own request.
-        Ty::Declared(Declared::Request { kyverno: true }) => return None,
-        Ty::Declared(_) => ty.to_string(),
-        Ty::Bool
-        | Ty::Int
-        | Ty::Uint
-        | Ty::Double
-        | Ty::String
-        | Ty::Bytes
-        | Ty::List(_)
-        | Ty::Map(..)
-        | Ty::Type => ty.kind().to_string(),
-        Ty::Dyn
-        | Ty::Unknown
-        | Ty::Free
-        | Ty::Var(_)
-        | Ty::Pair(..)
-        | Ty::Any
-        | Ty::Object
-        | Ty::JsonPatch => {
-            return None;
-        }
-    })
 }
 
 /// The type of what the helpers of the parser's and this policy's rewrites
@@ -980,6 +989,28 @@ mod tests {
                 "url('https://h').getHost().reverse()",
                 "found no matching overload for 'reverse' applied to 'string.()'",
             ),
+            // The ordering functions are declared for lists of the types
+            // that order, `sum()` for those that add (kube-apiserver v0.37.2).
+            (
+                "[[1]].isSorted()",
+                "found no matching overload for 'isSorted' applied to 'list(list(int)).()'",
+            ),
+            (
+                "[{'a': 1}].max()",
+                "found no matching overload for 'max' applied to 'list(map(string, int)).()'",
+            ),
+            (
+                "[['a']].sort()",
+                "found no matching overload for 'sort' applied to 'list(list(string)).()'",
+            ),
+            (
+                "['a'].sum()",
+                "found no matching overload for 'sum' applied to 'list(string).()'",
+            ),
+            (
+                "[1, 2].sortBy(x, [x])",
+                "found no matching overload for '@sortByAssociatedKeys' applied to 'list(int).(list(list(int)))'",
+            ),
         ] {
             let error = type_of(source).err().unwrap_or_default();
             assert!(error.ends_with(message), "{source}: {error}");
@@ -994,6 +1025,11 @@ mod tests {
             "[[1], object.spec.containers.distinct()]",
             "timestamp(0) == null && object.a == null",
             "[[], [1]]",
+            // `null` fits the timestamp and duration overloads.
+            "[null].isSorted()",
+            "[null].sum()",
+            "[timestamp(0)].min()",
+            "[duration('1s')].sum()",
         ] {
             assert!(type_of(source).is_ok(), "{source}: {:?}", type_of(source));
         }

@@ -96,6 +96,39 @@ impl Ty {
 
     /// Whether a value of this type may be of any type: `dyn`, unknown here,
     /// or Kyverno's `google.protobuf.Any`.
+    /// The name cel-go's `TypeName()` gives a type, `None` where the type may be
+    /// of any kind (`dyn`, or not known here) or its name is not known here.
+    pub(in crate::cel) fn cel_go_name(&self) -> Option<String> {
+        Some(match self {
+            Ty::Null => "null_type".to_string(),
+            Ty::Timestamp => "google.protobuf.Timestamp".to_string(),
+            Ty::Duration => "google.protobuf.Duration".to_string(),
+            Ty::Optional(_) => "optional_type".to_string(),
+            // Kyverno declares its own request.
+            Ty::Declared(Declared::Request { kyverno: true }) => return None,
+            Ty::Declared(_) => self.to_string(),
+            Ty::Bool
+            | Ty::Int
+            | Ty::Uint
+            | Ty::Double
+            | Ty::String
+            | Ty::Bytes
+            | Ty::List(_)
+            | Ty::Map(..)
+            | Ty::Type => self.kind().to_string(),
+            Ty::Dyn
+            | Ty::Unknown
+            | Ty::Free
+            | Ty::Var(_)
+            | Ty::Pair(..)
+            | Ty::Any
+            | Ty::Object
+            | Ty::JsonPatch => {
+                return None;
+            }
+        })
+    }
+
     pub(in crate::cel) fn is_open(&self) -> bool {
         matches!(
             self,

@@ -1,9 +1,13 @@
 //! The rest of Kubernetes' lists library (`indexOf` and `lastIndexOf` are in
 //! [`environment`](crate::cel::eval::environment)): `isSorted()`, `sum()`,
-//! `min()`, `max()` on a list, and `includes(x)`. Elements compare as CEL
-//! compares them (numbers across int, uint and double; strings, bools,
-//! bytes); `sum` adds ints, uints or doubles, one kind per list, and is 0 on
-//! an empty list; `min` and `max` fail on an empty list. Also cel-go's sets
+//! `min()`, `max()` on a list, and `includes(x)`. As in Kubernetes, the
+//! overload is picked by the type of the list's first item (one that does
+//! not order, or for `sum` add, is no overload); items compare as cel-go's
+//! `Compare` does (numbers across int, uint and double, the other types with
+//! their own), and a pair that does not compare (a NaN, two types) is
+//! passed over; `sum` adds ints, uints, doubles or durations, and is the zero
+//! of the list's declared type on an empty list; `min` and `max` fail on an
+//! empty list. Also cel-go's sets
 //! extension, which Kubernetes enables: `sets.contains(a, b)` (every element
 //! of `b` is in `a`), `sets.equivalent(a, b)` (both ways) and
 //! `sets.intersects(a, b)` (some element is in both), elements compared with
@@ -15,7 +19,7 @@ use std::sync::Arc;
 use ::cel::common::value::CowVal;
 use ::cel::{Env, ExecutionError, Value};
 
-use super::{Function, boolean, dyn_type, error, global, list_type, member, owned};
+use super::{Function, boolean, dyn_type, error, global, list_type, member, owned, time};
 
 /// Declares cel-go's sets extension.
 pub fn register_sets(env: &mut Env) {
@@ -72,6 +76,10 @@ pub fn register(env: &mut Env) {
         ("max", max),
     ];
     for (name, op) in unary {
+        member(env, name, &format!("list_{name}"), list_type(), vec![], op);
+    }
+    let typed_sums: [Function; 3] = [sum_of_doubles, sum_of_uints, sum_of_durations];
+    for ((_, name), op) in TYPED_SUMS.iter().zip(typed_sums) {
         member(env, name, &format!("list_{name}"), list_type(), vec![], op);
     }
     member(
@@ -150,40 +158,119 @@ fn items_at(
     }
 }
 
-fn compare(a: &Value, b: &Value, function: &str) -> Result<Ordering, ExecutionError> {
-    let ordering = match (a, b) {
+/// Whether `value` orders with values of its type: cel-go's
+/// `traits.Comparer`, the types Kubernetes' ordering functions are declared
+/// for (`comparableTypes`).
+fn orders(value: &Value) -> bool {
+    matches!(
+        value,
+        Value::Int(_)
+            | Value::UInt(_)
+            | Value::Float(_)
+            | Value::Bool(_)
+            | Value::String(_)
+            | Value::Bytes(_)
+    ) || time::is_time(value)
+}
+
+/// Whether `value` is of a type `sum()` is declared for (`summableTypes`).
+fn adds(value: &Value) -> bool {
+    matches!(value, Value::Int(_) | Value::UInt(_) | Value::Float(_)) || time::is_duration(value)
+}
+
+/// How `a` and `b` order, as cel-go's `Compare` says: numbers across int,
+/// uint and double, the other types with their own; `None` where it gives
+/// an error instead (a NaN, two types that do not compare), which
+/// Kubernetes' functions pass over.
+fn order(a: &Value, b: &Value) -> Option<Ordering> {
+    let number = |v: &Value| matches!(v, Value::Int(_) | Value::UInt(_) | Value::Float(_));
+    match (a, b) {
+        (Value::Float(x), _) | (_, Value::Float(x)) if x.is_nan() => None,
+        _ if number(a) && number(b) => a.partial_cmp(b),
+        (Value::Bool(_), Value::Bool(_)) | (Value::String(_), Value::String(_)) => a.partial_cmp(b),
         (Value::Bytes(a), Value::Bytes(b)) => Some(a.cmp(b)),
-        (Value::List(_) | Value::Map(_), _) | (_, Value::List(_) | Value::Map(_)) => None,
-        _ => a.partial_cmp(b),
-    };
-    ordering.ok_or_else(|| {
-        error(
-            function,
-            format!("no ordering between {} and {}", a.type_of(), b.type_of()),
-        )
-    })
+        _ => time::order(a, b),
+    }
+}
+
+/// The items of the list a function is called on, when one of its
+/// overloads takes them: cel-go picks the overload by the type of the
+/// first item (any for an empty list), so a list whose first item is of no
+/// type the function is declared for is no overload (`[object.spec]`).
+fn dispatched(
+    args: &[CowVal<'_, '_>],
+    function: &str,
+    declared_for: fn(&Value) -> bool,
+) -> Result<Vec<Value>, ExecutionError> {
+    let items = items(args, function)?;
+    match items.first() {
+        Some(first) if !declared_for(first) => Err(no_overload(function, first)),
+        _ => Ok(items),
+    }
+}
+
+fn no_overload(function: &str, item: &Value) -> ExecutionError {
+    error(
+        function,
+        format!("no such overload for a list of {}", item.type_of()),
+    )
 }
 
 fn is_sorted<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let items = items(&args, "isSorted")?;
-    for pair in items.windows(2) {
-        if let [a, b] = pair
-            && compare(a, b, "isSorted")? == Ordering::Greater
-        {
+    let items = dispatched(&args, "isSorted", orders)?;
+    let mut previous: Option<&Value> = None;
+    for item in &items {
+        if !orders(item) {
+            return Err(no_overload("isSorted", item));
+        }
+        if previous.is_some_and(|p| order(p, item) == Some(Ordering::Greater)) {
             return boolean(false);
         }
+        previous = Some(item);
     }
     boolean(true)
 }
 
+/// `sum()` over a list the type check types as a list of doubles, uints or
+/// durations, in that order: the calls are renamed to these
+/// ([`crate::cel::check::typed_calls`]), which differ from `sum()` on an
+/// empty list only, where cel-go runs the one overload the type picks.
+pub(crate) const TYPED_SUMS: [(&str, &str); 3] = [
+    ("double", "@sumDoubles"),
+    ("uint", "@sumUints"),
+    ("duration", "@sumDurations"),
+];
+
+fn sum_of_doubles<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    sum_from(args, || Value::Float(0.0))
+}
+
+fn sum_of_uints<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    sum_from(args, || Value::UInt(0))
+}
+
+fn sum_of_durations<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    sum_from(args, time::zero_duration)
+}
+
 fn sum<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let items = items(&args, "sum")?;
+    sum_from(args, || Value::Int(0))
+}
+
+/// The items added, from the zero of the first one's type (`empty` for an
+/// empty list).
+fn sum_from<'b, 'v>(
+    args: Vec<CowVal<'b, 'v>>,
+    empty: fn() -> Value,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let items = dispatched(&args, "sum", adds)?;
     let overflow = || error("sum", "integer overflow");
     let mut total = match items.first() {
-        None | Some(Value::Int(_)) => Value::Int(0),
+        None => empty(),
+        Some(Value::Int(_)) => Value::Int(0),
         Some(Value::UInt(_)) => Value::UInt(0),
         Some(Value::Float(_)) => Value::Float(0.0),
-        Some(other) => return Err(error("sum", format!("cannot add {}", other.type_of()))),
+        Some(_) => time::zero_duration(),
     };
     for item in &items {
         total = match (&total, item) {
@@ -192,6 +279,7 @@ fn sum<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionErr
                 Value::UInt(a.checked_add(*b).ok_or_else(overflow)?)
             }
             (Value::Float(a), Value::Float(b)) => Value::Float(a + b),
+            (a, b) if time::is_time(a) || time::is_time(b) => time::add_values(a, b)?,
             (a, b) => {
                 return Err(error(
                     "sum",
@@ -203,18 +291,22 @@ fn sum<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionErr
     owned(total)
 }
 
+/// `min()` or `max()`: the first item no later one is `prefer`red to, items
+/// that do not order with it passed over, as in Kubernetes.
 fn extreme<'b, 'v>(
     args: Vec<CowVal<'b, 'v>>,
     function: &str,
     prefer: Ordering,
 ) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let items = items(&args, function)?;
+    let items = dispatched(&args, function, orders)?;
     let mut best: Option<&Value> = None;
     for item in &items {
+        if !orders(item) {
+            return Err(no_overload(function, item));
+        }
         best = match best {
-            None => Some(item),
-            Some(current) if compare(current, item, function)? == prefer => Some(item),
-            keep => keep,
+            Some(current) if order(current, item) != Some(prefer) => Some(current),
+            _ => Some(item),
         };
     }
     match best {
@@ -281,7 +373,35 @@ mod tests {
             ("[2.0, 1.0].isSorted()", b(false)),
             ("[1].isSorted()", b(true)),
             ("[].isSorted()", b(true)),
-            ("[1, 'a'].isSorted()", None),
+            // As kube-apiserver v0.37.2 answers: the overload is picked by
+            // the first item; a pair that does not compare is passed over.
+            ("[dyn(1), dyn('a')].isSorted()", b(true)),
+            ("[dyn(2), dyn('a'), dyn(1)].isSorted()", b(true)),
+            ("[dyn('a'), dyn(1)].max()", s("a")),
+            ("[dyn(1), dyn('a')].min()", i(1)),
+            ("[double('NaN'), 1.0].isSorted()", b(true)),
+            ("[1.0, double('NaN')].max()", Some(Value::Float(1.0))),
+            ("[dyn({'a': 1})].isSorted()", None),
+            ("[dyn([1])].max()", None),
+            ("[dyn(null)].isSorted()", None),
+            ("[dyn(1), dyn(null)].isSorted()", None),
+            ("[dyn(1), dyn(2u)].sum()", None),
+            (
+                "[duration('1s'), duration('2s')].sum() == duration('3s')",
+                b(true),
+            ),
+            (
+                "[duration('1s'), duration('-3s')].min() == duration('-3s')",
+                b(true),
+            ),
+            (
+                "[timestamp('2021-01-01T00:00:00Z'), timestamp('2020-01-01T00:00:00Z')].isSorted()",
+                b(false),
+            ),
+            (
+                "[duration('9223372036s'), duration('9223372036s')].sum()",
+                None,
+            ),
             ("[1, 3].sum()", i(4)),
             ("[1.0, 3.0].sum()", Some(Value::Float(4.0))),
             ("[1u, 3u].sum()", Some(Value::UInt(4))),

@@ -490,6 +490,45 @@ fn no_overload(operator: &str, args: &[CowVal<'_, '_>]) -> ExecutionError {
     )
 }
 
+/// A time value as a value of the lists library sees it.
+fn time_value(value: &Value) -> Option<Time> {
+    match value {
+        Value::Opaque(opaque) => Time::of(opaque),
+        _ => None,
+    }
+}
+
+/// Whether `value` is a timestamp or a duration.
+pub(crate) fn is_time(value: &Value) -> bool {
+    time_value(value).is_some()
+}
+
+/// Whether `value` is a duration.
+pub(crate) fn is_duration(value: &Value) -> bool {
+    matches!(time_value(value), Some(Time::Span(_)))
+}
+
+/// A zero duration, what Kubernetes' `sum()` starts a list of durations from.
+pub(crate) fn zero_duration() -> Value {
+    Value::Opaque(Arc::new(Duration(0)))
+}
+
+/// How two timestamps, or two durations, order; `None` for any other pair
+/// (cel-go's `Compare` gives an error).
+pub(crate) fn order(a: &Value, b: &Value) -> Option<Ordering> {
+    match (time_value(a)?, time_value(b)?) {
+        (Time::At(a), Time::At(b)) => Some(a.0.nanos.cmp(&b.0.nanos)),
+        (Time::Span(a), Time::Span(b)) => Some(a.0.cmp(&b.0)),
+        _ => None,
+    }
+}
+
+/// `a + b` where either is a time value, as the `+` operator gives it.
+pub(crate) fn add_values(a: &Value, b: &Value) -> Result<Value, ExecutionError> {
+    let args = vec![super::owned(a.clone())?, super::owned(b.clone())?];
+    Value::try_from(add(args)?.as_ref())
+}
+
 /// A time as JSON, as Kubernetes writes `metav1.Time` and protobuf JSON a
 /// duration: `2009-02-13T23:31:30Z`, `90s`.
 pub fn to_json(value: &Value) -> Option<String> {

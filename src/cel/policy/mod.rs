@@ -61,7 +61,15 @@ pub struct CelPolicy {
     /// environment needs, read from the trees: made when an evaluation first
     /// needs an expression (a request the rules do not match parses none).
     pub(in crate::cel) parsed: OnceCell<Parsed>,
+    /// Renames the calls whose meaning depends on the types the load-time
+    /// check works out, in the parsed expressions, before they are readied
+    /// ([`crate::cel::check::typed_calls`], a layer above this one, sets it).
+    pub(in crate::cel) retype: Option<Retype>,
 }
+
+/// See [`CelPolicy::retype`]: the policy, and its expressions parsed, in
+/// the order of [`CelPolicy::sources`].
+pub(in crate::cel) type Retype = fn(&CelPolicy, &mut [Result<Compiled, String>]);
 
 #[derive(Debug, Clone)]
 pub(in crate::cel) struct Parsed {
@@ -86,7 +94,7 @@ impl CelPolicy {
     fn parsed(&self) -> &Parsed {
         self.parsed.get_or_init(|| {
             let mut names = Names::default();
-            let compiled: Vec<_> = self
+            let mut compiled: Vec<_> = self
                 .sources()
                 .map(|(place, source)| {
                     program::compile_at(source, &PathOf(self, place), self.evaluators)
@@ -94,6 +102,11 @@ impl CelPolicy {
                 .collect();
             for expression in compiled.iter().flatten() {
                 names.extend(&expression.names);
+            }
+            if names.sums
+                && let Some(retype) = self.retype
+            {
+                retype(self, &mut compiled);
             }
             let expressions = compiled
                 .into_iter()

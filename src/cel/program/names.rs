@@ -39,6 +39,10 @@ pub struct Names {
     /// The namespaces such a macro is called on (`cel` of `cel.bind`, `math`
     /// of `math.greatest`): the rewrite leaves no trace of them in the tree.
     pub macro_namespaces: BTreeSet<String>,
+    /// A `sum()` call: on an empty list its value is the zero of the type
+    /// the list is declared with, which only the type check knows
+    /// ([`crate::cel::check::typed_calls`]).
+    pub sums: bool,
 }
 
 impl Names {
@@ -57,6 +61,7 @@ impl Names {
         }
         self.structs.extend(other.structs.iter().cloned());
         self.macros |= other.macros;
+        self.sums |= other.sums;
         self.macro_namespaces
             .extend(other.macro_namespaces.iter().cloned());
     }
@@ -91,6 +96,7 @@ impl Names {
                     Role::Global
                 };
                 self.libraries.note(function, role);
+                self.sums |= function == "sum" && role == Role::Member && call.args.is_empty();
                 let expanded = comprehensions::named(function) || extension_macros::named(function);
                 self.macros |= expanded;
                 if expanded
