@@ -372,6 +372,13 @@ pub(in crate::cel) fn parametric(
             Some(receiver),
             _,
         ) if open(receiver) => Ok(Unknown),
+        // Declared on lists only (`'abc'.first()`).
+        (
+            "sort" | "distinct" | "slice" | "flatten" | "first" | "last" | "sum" | "min" | "max"
+            | "isSorted",
+            Some(_),
+            _,
+        ) => Err(()),
         _ => return None,
     })
 }

@@ -1008,6 +1008,10 @@ mod tests {
                 "found no matching overload for 'sum' applied to 'list(string).()'",
             ),
             (
+                "'abc'.first()",
+                "found no matching overload for 'first' applied to 'string.()'",
+            ),
+            (
                 "[1, 2].sortBy(x, [x])",
                 "found no matching overload for '@sortByAssociatedKeys' applied to 'list(int).(list(list(int)))'",
             ),

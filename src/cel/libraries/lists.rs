@@ -1,13 +1,16 @@
 //! The rest of Kubernetes' lists library (`indexOf` and `lastIndexOf` are in
 //! [`environment`](crate::cel::eval::environment)): `isSorted()`, `sum()`,
-//! `min()`, `max()` on a list, and `includes(x)`. As in Kubernetes, the
+//! `min()`, `max()` on a list. Not its `includes(x)`: Kubernetes 1.37 gives
+//! it to new expressions only at compatibility version 1.37 (1.36 by
+//! default), and Kyverno's environment has none. As in Kubernetes, the
 //! overload is picked by the type of the list's first item (one that does
 //! not order, or for `sum` add, is no overload); items compare as cel-go's
 //! `Compare` does (numbers across int, uint and double, the other types with
 //! their own), and a pair that does not compare (a NaN, two types) is
 //! passed over; `sum` adds ints, uints, doubles or durations, and is the zero
 //! of the list's declared type on an empty list; `min` and `max` fail on an
-//! empty list. Also cel-go's sets
+//! empty list. The optional library's `first()` and `last()` on a list. Also
+//! cel-go's sets
 //! extension, which Kubernetes enables: `sets.contains(a, b)` (every element
 //! of `b` is in `a`), `sets.equivalent(a, b)` (both ways) and
 //! `sets.intersects(a, b)` (some element is in both), elements compared with
@@ -16,7 +19,8 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use ::cel::common::value::CowVal;
+use ::cel::common::types::CelOptional;
+use ::cel::common::value::{CowVal, Val};
 use ::cel::{Env, ExecutionError, Value};
 
 use super::{Function, boolean, dyn_type, error, global, list_type, member, owned, time};
@@ -82,14 +86,27 @@ pub fn register(env: &mut Env) {
     for ((_, name), op) in TYPED_SUMS.iter().zip(typed_sums) {
         member(env, name, &format!("list_{name}"), list_type(), vec![], op);
     }
-    member(
-        env,
-        "includes",
-        "list_includes_dyn_dyn",
-        dyn_type(),
-        vec![dyn_type()],
-        includes,
-    );
+    // cel-go's optional library (Kubernetes and Kyverno load its latest
+    // version): a list's first and last items, as optionals.
+    member(env, "first", "list_first", list_type(), vec![], first);
+    member(env, "last", "list_last", list_type(), vec![], last);
+}
+
+fn first<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    end_item(items(&args, "first")?.first())
+}
+
+fn last<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    end_item(items(&args, "last")?.last())
+}
+
+/// `item` as an optional, none for an empty list.
+fn end_item<'b, 'v>(item: Option<&Value>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let optional = match item {
+        Some(value) => CelOptional::of(Box::<dyn Val>::try_from(value.clone())?),
+        None => CelOptional::none(),
+    };
+    Ok(CowVal::owned(optional))
 }
 
 /// `reverse()` as Kubernetes and Kyverno declare it: the lists extension's
@@ -323,23 +340,6 @@ fn max<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionErr
     extreme(args, "max", Ordering::Less)
 }
 
-/// Whether the target list holds the element, or the target equals it.
-fn includes<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let (Some(target), Some(wanted)) = (args.first(), args.get(1)) else {
-        return Err(ExecutionError::invalid_argument_count(2, args.len()));
-    };
-    if let Some(list) = target.as_iterable() {
-        let mut items = list.iter();
-        while let Some(item) = items.next() {
-            if item.equals(wanted.as_ref()) {
-                return boolean(true);
-            }
-        }
-        return boolean(false);
-    }
-    boolean(target.equals(wanted.as_ref()))
-}
-
 #[cfg(test)]
 mod tests {
 
@@ -416,13 +416,29 @@ mod tests {
             ("[1].min()", i(1)),
             ("(['b', 'a'] + []).min()", s("a")),
             ("[b'b', b'a'].max() == b'b'", b(true)),
-            ("[1, 2, 3].includes(2)", b(true)),
-            ("[1, 2, 3].includes(4)", b(false)),
-            ("'a'.includes('a')", b(true)),
-            ("[[1], [2]].includes([2])", b(true)),
+            ("[1, 2].first() == optional.of(1)", b(true)),
+            ("[1, 2].last() == optional.of(2)", b(true)),
+            ("[].first().hasValue()", b(false)),
+            ("[].last().hasValue()", b(false)),
             ("[1, 2, 2, 3].indexOf(2)", i(1)),
             ("['a', 'b', 'b', 'c'].lastIndexOf('b')", i(2)),
         ]);
+    }
+
+    /// kube-apiserver v0.37.2 refuses `includes` in a new expression (its
+    /// lists library's version 1 is for compatibility version 1.37), and
+    /// Kyverno's lists library has none.
+    #[test]
+    fn includes_is_not_declared() {
+        for kind in ["MutatingAdmissionPolicy", "MutatingPolicy"] {
+            let message = crate::testing::cel_libraries::policy_loads(kind, "[1].includes(1)")
+                .err()
+                .unwrap_or_default();
+            assert!(
+                message.contains("undeclared reference to 'includes'"),
+                "{kind}: {message}"
+            );
+        }
     }
 
     /// cel-go's sets extension tests (ext/sets_test.go), a sample.

@@ -66,8 +66,8 @@ libraries! {
     /// [`libraries::semver`]).
     quantity,
     semver,
-    /// Kubernetes' `isSorted`, `sum`, `min`, `max`, `includes` (see
-    /// [`libraries::lists`]).
+    /// Kubernetes' `isSorted`, `sum`, `min`, `max`, and the optional
+    /// library's `first` and `last` (see [`libraries::lists`]).
     list_functions,
     /// cel-go's sets extension (see [`libraries::lists`]).
     sets,
@@ -156,7 +156,7 @@ impl Libraries {
             "parseServiceAccount" => self.user = true,
             "quantity" | "isQuantity" => self.quantity = true,
             "semver" | "isSemver" => self.semver = true,
-            "isSorted" | "sum" | "min" | "max" | "includes" => self.list_functions = true,
+            "isSorted" | "sum" | "min" | "max" | "first" | "last" => self.list_functions = true,
             "sets" => self.sets = true,
             "ip" | "isIP" | "cidr" | "isCIDR" => self.ip = true,
             "GetMetadata" | "getMetadata" => self.imagedata = true,
