@@ -163,6 +163,16 @@ class Gen:
         items = f"[{self.expr(t, d)}, {self.expr(t, d)}, {self.expr(t, d)}]"
         return f"{items}.filter(x, false)" if self.chance(0.2) else items
 
+    def quantity(self):
+        """A quantity, at times a sum or difference, written in the forms
+        apimachinery holds as an int64 or as a decimal."""
+        text = lambda: self.pick(["1", "1.0", "1000m", "1.5Gi", "1Gi", "1.5k", "1e3", "0", "-2", "8Ei",
+                                  "1234567890123456789", "9223372036854775807", "0.5", "500m", "2Ki"])
+        q = f"quantity('{text()}')"
+        if self.chance(0.4):
+            q += f".{self.pick(['add', 'sub'])}({self.pick([f'quantity({chr(39)}{text()}{chr(39)})', '1', '-1', '1000'])})"
+        return q
+
     def leaf(self, t):
         return {
             "int": lambda: self.pick(INT_EDGES + [str(self.r.randint(-1000, 1000))]),
@@ -195,6 +205,8 @@ class Gen:
             lambda: f"math.abs({x()})", lambda: f"math.sign({x()})",
             lambda: f"math.bitAnd({x()}, {x()})", lambda: f"math.bitShiftLeft({x()}, {self.pick(['1', '63', '64', '-1'])})",
             lambda: f"size(object.metadata.?labels.orValue({{}}))",
+            lambda: f"{self.quantity()}.asInteger()", lambda: f"sign({self.quantity()})",
+            lambda: f"{self.expr('string', d)}.findAll('[a-z0-9]', {self.pick(['-1', '0', '1', '2'])}).size()",
             lambda: f"{self.expr('list', d)}.size()",
             lambda: f"{self.expr('duration', d)}.getHours()",
             lambda: f"{self.expr('timestamp', d)}.getFullYear()",
@@ -301,6 +313,7 @@ class Gen:
             lambda: f"isQuantity('{self.pick(['1Gi', '1.5x', '500m', '-1'])}')",
             lambda: f"isSemver('{self.pick(['1.2.3', 'v1.2.3', '1.2'])}')",
             lambda: f"quantity('{self.pick(['1Gi', '500m'])}').isGreaterThan(quantity('{self.pick(['1G', '1'])}'))",
+            lambda: f"{self.quantity()}.isInteger()",
             lambda: f"semver('1.2.3').isLessThan(semver('{self.pick(['1.10.0', '1.2.3', '0.9.9'])}'))",
             lambda: f"optional.of(1).hasValue()", lambda: f"object.metadata.?labels.hasValue()",
             lambda: f"format.dns1123Label().validate('{self.pick(['abc', 'Abc', 'a-b', '-x'])}').hasValue()",

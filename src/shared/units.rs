@@ -23,7 +23,8 @@ pub struct Quantity {
     pub format: QuantityFormat,
 }
 
-const BINARY: [(&str, u32); 6] = [
+/// The binary suffixes and their powers of 1024.
+pub(crate) const BINARY: [(&str, u32); 6] = [
     ("Ki", 1),
     ("Mi", 2),
     ("Gi", 3),
@@ -31,7 +32,8 @@ const BINARY: [(&str, u32); 6] = [
     ("Pi", 5),
     ("Ei", 6),
 ];
-const DECIMAL: [(&str, i32); 9] = [
+/// The decimal suffixes and their powers of ten.
+pub(crate) const DECIMAL: [(&str, i32); 9] = [
     ("n", -9),
     ("u", -6),
     ("m", -3),

@@ -8,7 +8,8 @@
 //!   a constant. `int(1e308)` and `duration('1d')` refuse the policy even
 //!   where no request would reach them (an untaken branch, a variable nothing
 //!   reads);
-//! - its validators compile a literal regular expression given to `matches`.
+//! - its validators compile a literal regular expression given to `matches`,
+//!   `find` or `findAll`.
 //!
 //! Kyverno's environment does neither: a MutatingPolicy fails such an
 //! expression when it runs, as it does here.
@@ -80,8 +81,10 @@ impl Folder {
                     .all(|entry| matches!(entry.expr, EntryExpr::MapEntry(_)))
             }
             Expr::Call(call) => {
-                if call.func_name == "matches" {
-                    self.pattern(call.args.first());
+                // Kubernetes' `find` and `findAll` are compiled so too (its
+                // regex library's optimizations).
+                if matches!(call.func_name.as_str(), "matches" | "find" | "findAll") {
+                    self.pattern(&call.func_name, call.args.first());
                     return false;
                 }
                 let conversion = call.target.is_none()
@@ -108,9 +111,9 @@ impl Folder {
         }
     }
 
-    /// A literal pattern `matches` is given, compiled as cel-go's validator
+    /// A literal pattern `function` is given, compiled as cel-go's validator
     /// compiles it.
-    fn pattern(&mut self, argument: Option<&IdedExpr>) {
+    fn pattern(&mut self, function: &str, argument: Option<&IdedExpr>) {
         let Some(argument) = argument else { return };
         let Expr::Literal(::cel::common::ast::LiteralValue::String(pattern)) = &argument.expr
         else {
@@ -120,7 +123,7 @@ impl Folder {
             self.failed = Some((
                 argument.id,
                 format!(
-                    "invalid matches argument: {why}; Kubernetes compiles a literal pattern when the policy is created"
+                    "invalid {function} argument: {why}; Kubernetes compiles a literal pattern when the policy is created"
                 ),
             ));
         }
@@ -166,11 +169,13 @@ mod tests {
             "int(-9223372036854775808.0)",
             "'abc'.matches('[')",
             "matches('[', 'a')",
+            "'abc'.find('[')",
+            "'abc'.findAll('(', 1)",
         ] {
             let refused = loads("MutatingAdmissionPolicy", expression).unwrap_err();
             assert!(
                 refused.contains("Kubernetes evaluates it when the policy is created")
-                    || refused.contains("invalid matches argument"),
+                    || refused.contains("Kubernetes compiles a literal pattern"),
                 "{expression}: {refused}"
             );
             // Kyverno's environment has no optimizer and no validators: it

@@ -258,9 +258,13 @@ pub(in crate::cel) fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty
         ("isGreaterThan" | "isLessThan" | "containsIP" | "containsCIDR", true) => {
             vec![(vec![Unknown, Unknown], Bool)]
         }
-        ("asInteger" | "sign" | "family" | "prefixLength" | "major" | "minor" | "patch", true) => {
+        ("asInteger" | "family" | "prefixLength" | "major" | "minor" | "patch", true) => {
             vec![(vec![Unknown], Int)]
         }
+        // Kubernetes' quantity library declares `sign(q)` only: a member
+        // call is no overload.
+        ("sign", false) => vec![(vec![Unknown], Int)],
+        ("sign", true) => vec![],
         ("isSemver", false) => vec![(vec![String], Bool), (vec![String, Bool], Bool)],
         ("asApproximateFloat", true) => vec![(vec![Unknown], Double)],
         ("isInteger", true) => vec![(vec![Unknown], Bool)],

@@ -1008,6 +1008,10 @@ mod tests {
                 "found no matching overload for 'sum' applied to 'list(string).()'",
             ),
             (
+                "quantity('1').sign()",
+                "found no matching overload for 'sign' applied to 'dyn.()'",
+            ),
+            (
                 "'abc'.first()",
                 "found no matching overload for 'first' applied to 'string.()'",
             ),

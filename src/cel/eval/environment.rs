@@ -74,6 +74,13 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
             vec![string()],
             regex_find_all,
         );
+        let _ = env.add_member_overload(
+            "findAll",
+            "string.findAll(string,int)",
+            string(),
+            vec![string(), libraries::int_type()],
+            regex_find_all,
+        );
     }
     if libraries.kubernetes_lists {
         let any = libraries::dyn_type;
@@ -219,12 +226,22 @@ fn regex_find<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execu
     Ok(CowVal::owned(CelString::from(found.to_string())))
 }
 
-/// Kubernetes' `s.findAll(re)`: every match.
+/// Kubernetes' `s.findAll(re)`: every match; `s.findAll(re, n)`: at most
+/// `n` of them, every one for a negative `n`.
 fn regex_find_all<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let regex = regex_of(&args, "findAll")?;
     let text = string_arg(&args, 0, "findAll")?;
+    let limit = match args
+        .get(2)
+        .map(|n| Value::try_from(n.as_ref()))
+        .transpose()?
+    {
+        Some(Value::Int(n)) => usize::try_from(n).unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
     let found: Vec<Value> = regex
         .find_iter(text)
+        .take(limit)
         .map(|m| Value::from(m.as_str()))
         .collect();
     Box::<dyn Val>::try_from(Value::List(Arc::new(found))).map(CowVal::Owned)
@@ -302,6 +319,11 @@ mod tests {
             ])))
         );
         assert!(eval("'a'.matches('(')").is_err());
+        // kube-apiserver v0.37.2's answers to the limited form.
+        let found = |n: usize| Ok(Value::List(Arc::new(vec![Value::from("1"); n])));
+        assert_eq!(eval("'a1b1'.findAll('[0-9]', 1)"), found(1));
+        assert_eq!(eval("'a1b1'.findAll('[0-9]', -1)"), found(2));
+        assert_eq!(eval("'a1b1'.findAll('[0-9]', 0)"), found(0));
     }
 
     #[test]
