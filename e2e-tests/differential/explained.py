@@ -19,9 +19,9 @@ CHECKED_LATER = [
     (r"undeclared reference to '(math|cel)'",
      "math.greatest/least and cel.bind (rewritten as macros) are accepted in a MutatingAdmissionPolicy", False),
     # cel-go's homogeneous literals: refused here too where the check knows
-    # both items' types (`dyn` included); a type value, or a list whose item
-    # type cel-go binds later through the operators its items meet
-    # (`[].filter(x, x % 2 == 0)`), is let through.
+    # both items' types (`dyn` and type values included); a list whose item
+    # type cel-go binds later through the operators its items meet is let
+    # through.
     (r"expected type '[^']*' but found '[^']*'",
      "a literal mixing item types is accepted at load where the check does not know an item's type", False),
     (r"found no matching overload for",
@@ -94,6 +94,11 @@ def cel(case, reference, ours):
                 all(same_shape(reference.get("value"), answer.get("value")) for answer in ours.values()):
             return "the order a map's entries are visited in (unspecified: Go's maps and the crate's hash maps)"
         return None
+    # A variable (the expression itself is one here) that holds a type value
+    # is refused at load: kube-apiserver compiles it and answers.
+    if reference.get("status") in ("value", "eval_error") and statuses == {"compile_error"} \
+            and all("holds a type value" in (answer.get("message") or "") for answer in ours.values()):
+        return "a variable that holds a type value is refused at load (the evaluator keeps none in its variables)"
     if reference.get("status") == "value" and statuses == {"eval_error"}:
         if all("repeated key" in (answer.get("message") or "") for answer in ours.values()):
             return "a map literal with a repeated key is an error (cel-go keeps the last)"

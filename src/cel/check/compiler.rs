@@ -498,6 +498,14 @@ fn check_expressions(policy: &CelPolicy) -> Result<(), String> {
         if let Place::Variable(i) = place
             && let Some(variable) = policy.spec.variables.get(i)
         {
+            // The `cel` crate's values have no type values: one kept in the
+            // variables reads back as its name (`variables.t == int` would
+            // be false), so it is refused rather than answered otherwise.
+            if ty.holds_type_value() {
+                return Err(format!(
+                    "{at}: gives {ty}, which holds a type value; a variable cannot keep one in this policy's evaluator (compare types in the expression that computes them)"
+                ));
+            }
             let ty = if policy.kind.is_kyverno() {
                 ty
             } else {

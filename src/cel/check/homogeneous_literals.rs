@@ -68,18 +68,17 @@ fn homogeneous(first: &Ty, ty: &Ty, part: &str, at: usize) -> Result<(), String>
 }
 
 /// Whether `ty` is a type this check knows as cel-go's checker does: no type
-/// not worked out in it, no type value (cel-go's carry their parameter), no
-/// object whose fields are not known.
+/// not worked out in it (a type value's included), no object whose fields
+/// are not known.
 fn exact(ty: &Ty) -> bool {
     match ty {
-        Ty::List(element) | Ty::Optional(element) => exact(element),
+        Ty::List(element) | Ty::Optional(element) | Ty::Type(element) => exact(element),
         Ty::Map(key, value) => exact(key) && exact(value),
         Ty::Unknown
         | Ty::Free
         | Ty::Var(_)
         | Ty::Pair(..)
         | Ty::Any
-        | Ty::Type
         | Ty::Object
         | Ty::Declared(_) => false,
         Ty::Dyn

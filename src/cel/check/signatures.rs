@@ -84,7 +84,7 @@ pub(in crate::cel) fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>
             let comparable = fits(a, b)
                 && !matches!(
                     a,
-                    List(_) | Map(..) | Optional(_) | Null | Type | Object | JsonPatch
+                    List(_) | Map(..) | Optional(_) | Null | Type(_) | Object | JsonPatch
                 )
                 || a.is_numeric() && b.is_numeric();
             if comparable { Ok(Bool) } else { Err(()) }
@@ -117,7 +117,7 @@ pub(in crate::cel) fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>
             Optional(_) => return operator("_[?_]", args),
             Object | Declared(_) => Ok(Unknown),
             _ if container.is_open() => Ok(Unknown),
-            List(item) if fits(index, &Int) || matches!(index, Uint) => Ok(*item.clone()),
+            List(item) if fits(index, &Int) => Ok(*item.clone()),
             Map(key, value) if fits(index, key) => Ok(*value.clone()),
             _ => Err(()),
         },
@@ -127,9 +127,7 @@ pub(in crate::cel) fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>
         // string).
         ("_[?_]", [container, index]) => match container {
             Dyn => Ok(Ty::Optional(Box::new(Free))),
-            List(item) if fits(index, &Int) || matches!(index, Uint) => {
-                Ok(Ty::Optional(item.clone()))
-            }
+            List(item) if fits(index, &Int) => Ok(Ty::Optional(item.clone())),
             Map(key, value) if fits(index, key) => Ok(Ty::Optional(value.clone())),
             Optional(inner) => match operator("_[?_]", &[*inner.clone(), index.clone()]) {
                 Some(Ok(found)) => Ok(found),
@@ -204,7 +202,7 @@ pub(in crate::cel) fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty
         ("bool", false) => each(&[Bool, String], Bool),
         ("duration", false) => each(&[String, Duration], Duration),
         ("timestamp", false) => each(&[String, Int, Timestamp], Timestamp),
-        ("type", false) => each(&[Dyn], Type),
+        ("type", false) => each(&[Dyn], Type(Box::new(Dyn))),
         ("dyn", false) => each(&[Dyn], Dyn),
         (
             "getFullYear" | "getMonth" | "getDate" | "getDayOfMonth" | "getDayOfWeek"
@@ -340,6 +338,8 @@ pub(in crate::cel) fn parametric(
         // parameter.
         ("reverse", Some(Dyn), []) => Ok(Ty::list(Free)),
         ("lists.range", None, [n]) if fits(n, &Int) => Ok(Ty::list(Int)),
+        // cel-go's `type(A) -> type(A)`.
+        ("type", None, [value]) => Ok(Type(Box::new(value.clone()))),
         ("sets.contains" | "sets.equivalent" | "sets.intersects", None, [a, b]) => {
             let list = |t: &Ty| matches!(t, List(_)) || open(t);
             match (a, b) {

@@ -71,7 +71,7 @@ pub(crate) fn check(
     functions: &mut FunctionNames,
     kyverno: bool,
 ) -> Result<Ty, String> {
-    check_nodes(source, expr, variables, functions, kyverno, false).map(|(ty, _)| ty)
+    node_types(source, expr, variables, functions, kyverno).map(|(ty, _)| ty)
 }
 
 /// [`check`], with the type each node of `expr` was given, by id, its type
@@ -82,17 +82,6 @@ pub(crate) fn node_types(
     variables: &BTreeMap<String, Ty>,
     functions: &mut FunctionNames,
     kyverno: bool,
-) -> Result<(Ty, HashMap<u64, Ty>), String> {
-    check_nodes(source, expr, variables, functions, kyverno, true)
-}
-
-fn check_nodes(
-    source: &str,
-    expr: &IdedExpr,
-    variables: &BTreeMap<String, Ty>,
-    functions: &mut FunctionNames,
-    kyverno: bool,
-    keep_nodes: bool,
 ) -> Result<(Ty, HashMap<u64, Ty>), String> {
     let mut checker = Checker {
         variables,
@@ -112,14 +101,9 @@ fn check_nodes(
                     message,
                     anchor: None,
                 })?;
-            let nodes = match keep_nodes {
-                true => checker
-                    .types
-                    .iter()
-                    .map(|(id, node)| (*id, checker.mapping.finish(node)))
-                    .collect(),
-                false => HashMap::new(),
-            };
+            let nodes = (checker.types.iter())
+                .map(|(id, node)| (*id, checker.mapping.finish(node)))
+                .collect();
             Ok((checker.mapping.finish(&ty), nodes))
         })
         .map_err(
@@ -269,7 +253,9 @@ impl Checker<'_> {
             return ty.clone();
         }
         match name {
-            _ if crate::cel::check::declarations::is_type(name) => Ty::Type,
+            _ if crate::cel::check::declarations::is_type(name) => {
+                Ty::Type(Box::new(Ty::denoted_by(name)))
+            }
             "request" => Ty::Declared(Declared::Request {
                 kyverno: self.kyverno,
             }),
@@ -1007,6 +993,20 @@ mod tests {
                 "['a'].sum()",
                 "found no matching overload for 'sum' applied to 'list(string).()'",
             ),
+            // A type value is of the type it denotes; a list index is an
+            // int (kube-apiserver v0.37.2).
+            (
+                "[int, string].exists(t, t == type('a'))",
+                "expected type 'type(int)' but found 'type(string)' (item 2 of a literal: its items must have one type)",
+            ),
+            (
+                "[1, 2][1u]",
+                "found no matching overload for '_[_]' applied to '(list(int), uint)'",
+            ),
+            (
+                "[1, 2][?1u]",
+                "found no matching overload for '_[?_]' applied to '(list(int), uint)'",
+            ),
             (
                 "quantity('1').sign()",
                 "found no matching overload for 'sign' applied to 'dyn.()'",
@@ -1033,6 +1033,10 @@ mod tests {
             "[[1], object.spec.containers.distinct()]",
             "timestamp(0) == null && object.a == null",
             "[[], [1]]",
+            // Any type value compares with another.
+            "type(1) == string",
+            "[type(1), int]",
+            "type(dyn(1)) == list",
             // `null` fits the timestamp and duration overloads.
             "[null].isSorted()",
             "[null].sum()",

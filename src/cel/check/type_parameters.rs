@@ -53,6 +53,7 @@ impl Mapping {
             },
             Ty::List(item) => Ty::list(self.substitute_within(item, next)),
             Ty::Optional(item) => Ty::Optional(Box::new(self.substitute_within(item, next))),
+            Ty::Type(item) => Ty::Type(Box::new(self.substitute_within(item, next))),
             Ty::Map(key, value) => Ty::Map(
                 Box::new(self.substitute_within(key, next)),
                 Box::new(self.substitute_within(value, next)),
@@ -72,6 +73,7 @@ impl Mapping {
             Ty::Var(_) | Ty::Free => Ty::Dyn,
             Ty::List(item) => Ty::list(self.finish(&item)),
             Ty::Optional(item) => Ty::Optional(Box::new(self.finish(&item))),
+            Ty::Type(item) => Ty::Type(Box::new(self.finish(&item))),
             Ty::Map(key, value) => {
                 Ty::Map(Box::new(self.finish(&key)), Box::new(self.finish(&value)))
             }
@@ -90,6 +92,7 @@ impl Mapping {
             Ty::Free => self.fresh(),
             Ty::List(item) => Ty::list(self.instantiate(*item)),
             Ty::Optional(item) => Ty::Optional(Box::new(self.instantiate(*item))),
+            Ty::Type(item) => Ty::Type(Box::new(self.instantiate(*item))),
             Ty::Map(key, value) => {
                 let key = self.instantiate(*key);
                 Ty::Map(Box::new(key), Box::new(self.instantiate(*value)))
@@ -153,7 +156,7 @@ impl Mapping {
 fn each_var(ty: &Ty, f: &mut dyn FnMut(u32)) {
     match ty {
         Ty::Var(id) => f(*id),
-        Ty::List(item) | Ty::Optional(item) => each_var(item, f),
+        Ty::List(item) | Ty::Optional(item) | Ty::Type(item) => each_var(item, f),
         Ty::Map(a, b) | Ty::Pair(a, b) => {
             each_var(a, f);
             each_var(b, f);
@@ -203,6 +206,7 @@ fn assignable_in(m: &mut Bindings, t1: &Ty, t2: &Ty, depth: usize) -> bool {
         (Ty::List(a), Ty::List(b)) | (Ty::Optional(a), Ty::Optional(b)) => {
             assignable_in(m, a, b, next)
         }
+        (Ty::Type(_), Ty::Type(_)) => true,
         (Ty::Map(ka, va), Ty::Map(kb, vb)) => {
             assignable_in(m, ka, kb, next) && assignable_in(m, va, vb, next)
         }
@@ -247,7 +251,7 @@ fn occurs(m: &Bindings, v: u32, within: &Ty, depth: usize) -> bool {
     match within {
         Ty::Var(id) if *id == v => true,
         Ty::Var(id) => bound_to(m, *id).is_some_and(|bound| occurs(m, v, bound, next)),
-        Ty::List(item) | Ty::Optional(item) => occurs(m, v, item, next),
+        Ty::List(item) | Ty::Optional(item) | Ty::Type(item) => occurs(m, v, item, next),
         Ty::Map(a, b) | Ty::Pair(a, b) => occurs(m, v, a, next) || occurs(m, v, b, next),
         _ => false,
     }
@@ -268,9 +272,10 @@ fn less_specific(t1: &Ty, t2: &Ty) -> bool {
         return false;
     }
     match (t1, t2) {
-        (Ty::List(a), Ty::List(b)) | (Ty::Optional(a), Ty::Optional(b)) => less_specific(a, b),
+        (Ty::List(a), Ty::List(b))
+        | (Ty::Optional(a), Ty::Optional(b))
+        | (Ty::Type(a), Ty::Type(b)) => less_specific(a, b),
         (Ty::Map(ka, va), Ty::Map(kb, vb)) => less_specific(ka, kb) && less_specific(va, vb),
-        (Ty::Type, Ty::Type) => true,
         _ => t1 == t2,
     }
 }

@@ -36,7 +36,9 @@ pub(crate) enum Ty {
     Pair(Box<Ty>, Box<Ty>),
     Timestamp,
     Duration,
-    Type,
+    /// A type value (`int`, `type(x)`), of the type it denotes: cel-go's
+    /// `type(int)`, so that `[int, string]` mixes two types.
+    Type(Box<Ty>),
     /// `Object{...}` and its nested `Object.spec{...}`: its fields are the
     /// object's, not known here.
     Object,
@@ -55,6 +57,7 @@ impl fmt::Display for Ty {
             Ty::List(element) => write!(f, "list({element})"),
             Ty::Map(key, value) => write!(f, "map({key}, {value})"),
             Ty::Optional(value) => write!(f, "optional_type({value})"),
+            Ty::Type(denoted) => write!(f, "type({denoted})"),
             Ty::Declared(declared) => write!(f, "kubernetes.{}", declared.name()),
             other => f.write_str(other.kind()),
         }
@@ -82,7 +85,7 @@ impl Ty {
             Ty::Optional(_) => "optional_type",
             Ty::Timestamp => "timestamp",
             Ty::Duration => "duration",
-            Ty::Type => "type",
+            Ty::Type(_) => "type",
             Ty::Object => "Object",
             Ty::JsonPatch => "JSONPatch",
             Ty::Declared(_) => "object",
@@ -115,7 +118,7 @@ impl Ty {
             | Ty::Bytes
             | Ty::List(_)
             | Ty::Map(..)
-            | Ty::Type => self.kind().to_string(),
+            | Ty::Type(_) => self.kind().to_string(),
             Ty::Dyn
             | Ty::Unknown
             | Ty::Free
@@ -127,6 +130,36 @@ impl Ty {
                 return None;
             }
         })
+    }
+
+    /// The type a type name (`int`, `list`) denotes.
+    pub(in crate::cel) fn denoted_by(name: &str) -> Ty {
+        match name {
+            "bool" => Ty::Bool,
+            "int" => Ty::Int,
+            "uint" => Ty::Uint,
+            "double" => Ty::Double,
+            "string" => Ty::String,
+            "bytes" => Ty::Bytes,
+            "list" => Ty::list(Ty::Dyn),
+            "map" => Ty::Map(Box::new(Ty::Dyn), Box::new(Ty::Dyn)),
+            "null_type" => Ty::Null,
+            "type" => Ty::Type(Box::new(Ty::Dyn)),
+            _ => Ty::Dyn,
+        }
+    }
+
+    /// Whether a value of this type is or holds a type value (`int`,
+    /// `[type(x)]`).
+    pub(in crate::cel) fn holds_type_value(&self) -> bool {
+        match self {
+            Ty::Type(_) => true,
+            Ty::List(item) | Ty::Optional(item) => item.holds_type_value(),
+            Ty::Map(key, value) | Ty::Pair(key, value) => {
+                key.holds_type_value() || value.holds_type_value()
+            }
+            _ => false,
+        }
     }
 
     pub(in crate::cel) fn is_open(&self) -> bool {
@@ -166,7 +199,7 @@ pub(crate) fn kubernetes_variable(ty: Ty) -> Ty {
         | Ty::Var(_)
         | Ty::Optional(_)
         | Ty::Pair(..)
-        | Ty::Type
+        | Ty::Type(_)
         | Ty::Object
         | Ty::JsonPatch
         | Ty::Declared(_) => Ty::Dyn,
@@ -179,6 +212,9 @@ pub(in crate::cel) fn fits(a: &Ty, b: &Ty) -> bool {
     match (a, b) {
         _ if a.is_open() || b.is_open() => true,
         (Ty::List(a), Ty::List(b)) | (Ty::Optional(a), Ty::Optional(b)) => fits(a, b),
+        // cel-go takes any type value for another (`type(1) == string` is
+        // `false`); only a literal's items must have one type.
+        (Ty::Type(_), Ty::Type(_)) => true,
         (Ty::Map(ka, va), Ty::Map(kb, vb)) => fits(ka, kb) && fits(va, vb),
         _ => a == b,
     }
@@ -195,6 +231,7 @@ pub(in crate::cel) fn join(a: Ty, b: Ty) -> Ty {
         (Ty::Dyn, _) | (_, Ty::Dyn) => Ty::Dyn,
         (Ty::List(a), Ty::List(b)) => Ty::list(join(*a, *b)),
         (Ty::Optional(a), Ty::Optional(b)) => Ty::Optional(Box::new(join(*a, *b))),
+        (Ty::Type(a), Ty::Type(b)) => Ty::Type(Box::new(join(*a, *b))),
         (Ty::Map(ka, va), Ty::Map(kb, vb)) => {
             Ty::Map(Box::new(join(*ka, *kb)), Box::new(join(*va, *vb)))
         }

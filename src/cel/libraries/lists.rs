@@ -441,6 +441,30 @@ mod tests {
         }
     }
 
+    /// The crate keeps no type value in the variables (it reads back as its
+    /// name): a variable that gives one is refused at load, where
+    /// Kubernetes answers `variables.t == int` with `true`.
+    #[test]
+    fn a_variable_holding_a_type_value_is_refused() {
+        for expression in ["type(1)", "[int]", "{'a': optional.of(string)}"] {
+            let message =
+                crate::testing::cel_libraries::policy_loads("MutatingAdmissionPolicy", expression)
+                    .err()
+                    .unwrap_or_default();
+            assert!(
+                message.contains("holds a type value"),
+                "{expression}: {message}"
+            );
+        }
+        assert_eq!(
+            crate::testing::cel_libraries::policy_loads(
+                "MutatingAdmissionPolicy",
+                "type(1) == int"
+            ),
+            Ok(())
+        );
+    }
+
     /// cel-go's sets extension tests (ext/sets_test.go), a sample.
     #[test]
     fn sets_work_as_in_cel_go() {
