@@ -184,6 +184,11 @@ impl Evaluators {
 /// sees only expressions that passed this.
 pub fn compile(source: &str, at: &str) -> Result<Compiled, String> {
     let compiled = compile_at(source, &at, Evaluators::SHIPPED)?;
+    if let Some((line, column)) = uppercase_hex_prefix(source) {
+        return Err(format!(
+            "{at}: line {line}, column {column}: Syntax error: `0X` is no number prefix in CEL's grammar; write `0x`"
+        ));
+    }
     if let Some((line, column)) = mixed_unary_chain(source) {
         return Err(format!(
             "{at}: line {line}, column {column}: Syntax error: `!` and `-` in one chain of prefix operators, which CEL's grammar does not allow; write `!(-x)`"
@@ -297,15 +302,9 @@ fn too_deep(source: &str) -> Option<(usize, usize)> {
     None
 }
 
-/// Where a chain of prefix operators mixes `!` and `-` (`!-x`, `- !x`): CEL's
-/// grammar has `'!'+ member` and `'-'+ member`, not both in one chain, so
-/// cel-go refuses it as a syntax error, where the parsers here read
-/// `!(-x)`. A `-` right before a number is the number's sign (`!-1` parses).
-/// Read from the text, since the tree of `!-x` is that of the valid
-/// `!(-x)`. Line and column (from 1) of the chain's first operator.
-fn mixed_unary_chain(source: &str) -> Option<(usize, usize)> {
-    // The characters outside comments and, outside quotes, not spaces, each
-    // with whether it is quoted, its line and its column.
+/// The characters outside comments and, outside quotes, not spaces, each
+/// with whether it is quoted, its line and its column.
+fn significant_chars(source: &str) -> Vec<(char, bool, usize, usize)> {
     let mut quoted = Quoted::default();
     let mut significant: Vec<(char, bool, usize, usize)> = Vec::new();
     let (mut line, mut column) = (1, 0);
@@ -330,6 +329,40 @@ fn mixed_unary_chain(source: &str) -> Option<(usize, usize)> {
             significant.push((c, is_quoted, line, column));
         }
     }
+    significant
+}
+
+/// Where a number is written with `0X`, which CEL's grammar does not take
+/// (its hexadecimal prefix is `0x`; cel-go refuses `0X10`, the `cel`
+/// crate's parser reads it).
+fn uppercase_hex_prefix(source: &str) -> Option<(usize, usize)> {
+    let significant = significant_chars(source);
+    let adjacent = |a: &(char, bool, usize, usize), b: &(char, bool, usize, usize)| {
+        a.2 == b.2 && a.3 + 1 == b.3
+    };
+    significant.windows(2).enumerate().find_map(|(i, pair)| {
+        let [zero, x] = pair else { return None };
+        let in_word = i
+            .checked_sub(1)
+            .and_then(|p| significant.get(p))
+            .is_some_and(|before| {
+                adjacent(before, zero)
+                    && !before.1
+                    && (before.0.is_alphanumeric() || matches!(before.0, '_' | '.'))
+            });
+        (zero.0 == '0' && x.0 == 'X' && !zero.1 && !x.1 && adjacent(zero, x) && !in_word)
+            .then_some((zero.2, zero.3))
+    })
+}
+
+/// Where a chain of prefix operators mixes `!` and `-` (`!-x`, `- !x`): CEL's
+/// grammar has `'!'+ member` and `'-'+ member`, not both in one chain, so
+/// cel-go refuses it as a syntax error, where the parsers here read
+/// `!(-x)`. A `-` right before a number is the number's sign (`!-1` parses).
+/// Read from the text, since the tree of `!-x` is that of the valid
+/// `!(-x)`. Line and column (from 1) of the chain's first operator.
+fn mixed_unary_chain(source: &str) -> Option<(usize, usize)> {
+    let significant = significant_chars(source);
     let mut i = 0;
     while let Some(&(_, quoted_char, at_line, at_column)) = significant.get(i) {
         let previous = i.checked_sub(1).and_then(|p| significant.get(p));
@@ -494,6 +527,19 @@ impl Reads<'_> {
 mod tests {
     /// cel-go's grammar: `!!x` and `--x` parse, `!-x` and `-!x` do not, and a
     /// bracket starts a new chain.
+    /// kube-apiserver v0.37.2: `0X10` is a syntax error; `0x10`, a name
+    /// holding `0X` and a string are not.
+    #[test]
+    fn an_uppercase_hex_prefix_is_a_syntax_error() {
+        for source in ["0X10", "1 + 0X1F", "[\n 0X1]"] {
+            assert!(uppercase_hex_prefix(source).is_some(), "{source}");
+        }
+        assert_eq!(uppercase_hex_prefix("x +\n 0X1"), Some((2, 2)));
+        for source in ["0x10", "a0X1 + 1", "'0X1'", "1 // 0X1", "1.0 == 1.0"] {
+            assert_eq!(uppercase_hex_prefix(source), None, "{source}");
+        }
+    }
+
     #[test]
     fn a_prefix_chain_mixing_not_and_minus_is_a_syntax_error() {
         for source in [
