@@ -337,6 +337,14 @@ pub(in crate::cel) fn parametric(
         // Only the lists extension declares `reverse`: a list of a free type
         // parameter.
         ("reverse", Some(Dyn), []) => Ok(Ty::list(Free)),
+        // The lists extension's and the optional library's other `list(A)`
+        // functions: over a `dyn`, `A` is free, and what the result meets
+        // binds it (`dyn(x).distinct().isSorted()` runs `int`'s overload).
+        ("distinct" | "flatten", Some(Dyn), []) => Ok(Ty::list(Free)),
+        ("slice", Some(Dyn), [from, to]) if fits(from, &Int) && fits(to, &Int) => {
+            Ok(Ty::list(Free))
+        }
+        ("first" | "last", Some(Dyn), []) => Ok(optional(Free)),
         ("lists.range", None, [n]) if fits(n, &Int) => Ok(Ty::list(Int)),
         // cel-go's `type(A) -> type(A)`.
         ("type", None, [value]) => Ok(Type(Box::new(value.clone()))),

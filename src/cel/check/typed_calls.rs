@@ -1,12 +1,15 @@
 //! Calls whose value depends on the type cel-go's checker gives their
-//! receiver, not only on its value: Kubernetes' `sum()` is one overload per
-//! item type, and on an empty list it gives that type's zero
-//! (`[1.0].filter(x, false).sum()` is `0.0`, over a list of durations
-//! `duration('0s')`; over a `dyn` the overload is picked when it runs, and
-//! an empty list is `0`). The type check works the list's type out; this
-//! renames such calls, in the trees parsed for a request, to the function
-//! for that type ([`crate::cel::libraries::lists`]). It runs only for a
-//! policy that calls `sum()`.
+//! receiver, not only on its value. Kubernetes' `isSorted()`, `min()`,
+//! `max()` and `sum()` are one overload per item type; where the check types
+//! the list (`list(double)`, or a type parameter the call binds: `.reverse()`
+//! of a `dyn` is a `list(A)`, and the first overload, `int`'s, binds `A`),
+//! cel-go runs that one overload, which fails when the list's first item is of
+//! another type, and gives its type's zero for an empty list's `sum()`
+//! (`[1.0].filter(x, false).sum()` is `0.0`). Over a `dyn`, the overload is
+//! picked by the first item when it runs. The type check works the list's
+//! type out; this renames such calls, in the trees parsed for a request, to
+//! the function for that type ([`crate::cel::libraries::lists`]). It runs
+//! only for a policy that calls one of them.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -15,17 +18,17 @@ use ::cel::common::ast::Expr;
 
 use crate::cel::check::type_check::{self, FunctionNames};
 use crate::cel::check::types::{self, Ty};
-use crate::cel::libraries::lists::TYPED_SUMS;
+use crate::cel::libraries::lists::{ITEM_TYPES, SUMMABLE, TYPED, typed_name};
 use crate::cel::policy::CelPolicy;
 use crate::cel::program::Compiled;
 use crate::cel::spec::Place;
 use crate::cel::syntax::ast::children_mut;
 
-/// Renames the `sum()` calls of `expressions` (the policy's, in the order
-/// of [`CelPolicy::sources`]) whose list the check types as a list of
-/// `double`, `uint` or `duration`. The variables' types are worked out in
-/// order, as at load; an expression that does not check (it failed at load
-/// too, and fails when it runs) is left as it is.
+/// Renames the calls of `expressions` (the policy's, in the order of
+/// [`CelPolicy::sources`]) whose list the check types as a list of one item
+/// type. The variables' types are worked out in order, as at load; an
+/// expression that does not check (it failed at load too, and fails when it
+/// runs) is left as it is.
 pub(crate) fn retype(policy: &CelPolicy, expressions: &mut [Result<Compiled, String>]) {
     let kyverno = policy.kind.is_kyverno();
     let mut functions = FunctionNames::new();
@@ -43,7 +46,7 @@ pub(crate) fn retype(policy: &CelPolicy, expressions: &mut [Result<Compiled, Str
         ) else {
             continue;
         };
-        rename_sums(&mut compiled.expression, &nodes);
+        rename_typed_calls(&mut compiled.expression, &nodes);
         if let Place::Variable(i) = place
             && let Some(variable) = policy.spec.variables.get(i)
         {
@@ -57,36 +60,78 @@ pub(crate) fn retype(policy: &CelPolicy, expressions: &mut [Result<Compiled, Str
     }
 }
 
-/// The function a `sum()` over a list of `item` is renamed to, if any.
-fn typed_sum(item: &Ty) -> Option<&'static str> {
-    let name = match item {
-        Ty::Double => "double",
+/// The function a call of `function` over a list of `item` is renamed to,
+/// if cel-go runs one overload for it.
+fn typed_call(function: &str, item: &Ty) -> Option<String> {
+    let item_type = match item {
+        Ty::Int => "int",
         Ty::Uint => "uint",
-        // A `null` fits only the duration overload.
-        Ty::Duration | Ty::Null => "duration",
+        Ty::Double => "double",
+        Ty::Bool => "bool",
+        Ty::Duration => "duration",
+        Ty::Timestamp => "timestamp",
+        Ty::String => "string",
+        Ty::Bytes => "bytes",
+        // A `null` fits the duration overload of `sum()`, and those of
+        // durations and timestamps of the others (picked when it runs).
+        Ty::Null if function == "sum" => "duration",
         _ => return None,
     };
-    TYPED_SUMS
-        .iter()
-        .find(|(item, _)| *item == name)
-        .map(|(_, function)| *function)
+    let declared = if function == "sum" {
+        SUMMABLE.contains(&item_type)
+    } else {
+        ITEM_TYPES.contains(&item_type)
+    };
+    declared.then(|| typed_name(function, item_type))
 }
 
-fn rename_sums(expr: &mut IdedExpr, nodes: &HashMap<u64, Ty>) {
-    children_mut(expr, &mut |child| rename_sums(child, nodes));
+fn rename_typed_calls(expr: &mut IdedExpr, nodes: &HashMap<u64, Ty>) {
+    children_mut(expr, &mut |child| rename_typed_calls(child, nodes));
     if let Expr::Call(call) = &mut expr.expr
-        && call.func_name == "sum"
+        && TYPED.contains(&call.func_name.as_str())
         && call.args.is_empty()
         && let Some(Ty::List(item)) = call.target.as_ref().and_then(|t| nodes.get(&t.id))
-        && let Some(function) = typed_sum(item)
+        && let Some(function) = typed_call(&call.func_name, item)
     {
-        call.func_name = function.to_string();
+        call.func_name = function;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use crate::testing::cel_libraries::annotated;
+
+    /// kube-apiserver v0.37.2's answers: the overload the type check picks
+    /// runs, whatever the items are; over a `dyn`, the first item picks it.
+    #[test]
+    fn the_overload_is_the_one_the_list_type_picks() {
+        for expression in [
+            "dyn(['b', 'a']).reverse().isSorted()",
+            "dyn(['b']).distinct().max()",
+            "dyn([1.5]).slice(0, 1).sum()",
+        ] {
+            let policy = serde_json::json!({"apiVersion": "policies.kyverno.io/v1",
+                "kind": "MutatingPolicy", "metadata": {"name": "typed"},
+                "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""],
+                    "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/binding"]}]},
+                    "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                        format!("Object{{metadata: Object.metadata{{annotations: {{'r': string({expression})}}}}}}")}}]}});
+            let response = crate::testing::fake_cluster::run("binding.json", policy);
+            let message = response.message.unwrap_or_default();
+            assert!(
+                !response.accepted && message.contains("no such overload"),
+                "{expression}: {message}"
+            );
+        }
+        assert_eq!(
+            annotated("string(dyn(['b', 'a']).isSorted())")["result"],
+            "false"
+        );
+        assert_eq!(
+            annotated("string(dyn([1, 2]).reverse().isSorted())")["result"],
+            "false"
+        );
+    }
 
     /// kube-apiserver v0.37.2's answers: the zero of the type the list is
     /// declared with; over a `dyn`, an `int`.

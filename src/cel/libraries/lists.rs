@@ -82,10 +82,7 @@ pub fn register(env: &mut Env) {
     for (name, op) in unary {
         member(env, name, &format!("list_{name}"), list_type(), vec![], op);
     }
-    let typed_sums: [Function; 3] = [sum_of_doubles, sum_of_uints, sum_of_durations];
-    for ((_, name), op) in TYPED_SUMS.iter().zip(typed_sums) {
-        member(env, name, &format!("list_{name}"), list_type(), vec![], op);
-    }
+    register_typed(env);
     // cel-go's optional library (Kubernetes and Kyverno load its latest
     // version): a list's first and last items, as optionals.
     member(env, "first", "list_first", list_type(), vec![], first);
@@ -210,18 +207,84 @@ fn order(a: &Value, b: &Value) -> Option<Ordering> {
     }
 }
 
-/// The items of the list a function is called on, when one of its
-/// overloads takes them: cel-go picks the overload by the type of the
-/// first item (any for an empty list), so a list whose first item is of no
-/// type the function is declared for is no overload (`[object.spec]`).
-fn dispatched(
+/// The item types Kubernetes' lists library declares `isSorted()`, `min()`
+/// and `max()` for, one overload each, in its order (`comparableTypes`);
+/// `sum()` is declared for [`SUMMABLE`] ones.
+pub(crate) const ITEM_TYPES: [&str; 8] = [
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "duration",
+    "timestamp",
+    "string",
+    "bytes",
+];
+
+/// The item types `sum()` is declared for (`summableTypes`).
+pub(crate) const SUMMABLE: [&str; 4] = ["int", "uint", "double", "duration"];
+
+/// The functions declared with one overload per item type.
+pub(crate) const TYPED: [&str; 4] = ["isSorted", "min", "max", "sum"];
+
+/// The name a call of `function` over a list the type check types as a
+/// list of `item_type` is renamed to ([`crate::cel::check::typed_calls`]):
+/// cel-go then runs that one overload, whatever the items turn out to be.
+pub(crate) fn typed_name(function: &str, item_type: &str) -> String {
+    format!("@{function}_{item_type}")
+}
+
+/// Whether `value` is of the item type named `item_type`.
+fn of_type(value: &Value, item_type: &str) -> bool {
+    match value {
+        Value::Int(_) => item_type == "int",
+        Value::UInt(_) => item_type == "uint",
+        Value::Float(_) => item_type == "double",
+        Value::Bool(_) => item_type == "bool",
+        Value::String(_) => item_type == "string",
+        Value::Bytes(_) => item_type == "bytes",
+        _ if time::is_duration(value) => item_type == "duration",
+        _ if time::is_time(value) => item_type == "timestamp",
+        _ => false,
+    }
+}
+
+/// The overloads a call may run: those of every item type, picked by the
+/// first item when it runs (over a list of `dyn`), or the one the type
+/// check picked.
+#[derive(Clone, Copy)]
+enum Overloads {
+    Any,
+    One(&'static str),
+}
+
+impl Overloads {
+    /// The one of [`ITEM_TYPES`] at `at` (a typed function's parameter).
+    fn at(at: usize) -> Overloads {
+        ITEM_TYPES
+            .get(at)
+            .map_or(Overloads::Any, |t| Overloads::One(t))
+    }
+}
+
+/// The items of the list a function is called on, when an overload takes
+/// them: cel-go checks the type of the first item only (an empty list fits
+/// any), so a list whose first item is of no type the function is declared
+/// for (`[object.spec]`), or not of the one the type check picked, is no
+/// overload.
+fn selected(
     args: &[CowVal<'_, '_>],
     function: &str,
+    overloads: Overloads,
     declared_for: fn(&Value) -> bool,
 ) -> Result<Vec<Value>, ExecutionError> {
     let items = items(args, function)?;
+    let fits = |first: &Value| match overloads {
+        Overloads::Any => declared_for(first),
+        Overloads::One(item_type) => of_type(first, item_type),
+    };
     match items.first() {
-        Some(first) if !declared_for(first) => Err(no_overload(function, first)),
+        Some(first) if !fits(first) => Err(no_overload(function, first)),
         _ => Ok(items),
     }
 }
@@ -233,8 +296,11 @@ fn no_overload(function: &str, item: &Value) -> ExecutionError {
     )
 }
 
-fn is_sorted<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let items = dispatched(&args, "isSorted", orders)?;
+fn is_sorted_over<'b, 'v>(
+    args: Vec<CowVal<'b, 'v>>,
+    overloads: Overloads,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let items = selected(&args, "isSorted", overloads, orders)?;
     let mut previous: Option<&Value> = None;
     for item in &items {
         if !orders(item) {
@@ -248,46 +314,27 @@ fn is_sorted<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execut
     boolean(true)
 }
 
-/// `sum()` over a list the type check types as a list of doubles, uints or
-/// durations, in that order: the calls are renamed to these
-/// ([`crate::cel::check::typed_calls`]), which differ from `sum()` on an
-/// empty list only, where cel-go runs the one overload the type picks.
-pub(crate) const TYPED_SUMS: [(&str, &str); 3] = [
-    ("double", "@sumDoubles"),
-    ("uint", "@sumUints"),
-    ("duration", "@sumDurations"),
-];
-
-fn sum_of_doubles<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    sum_from(args, || Value::Float(0.0))
-}
-
-fn sum_of_uints<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    sum_from(args, || Value::UInt(0))
-}
-
-fn sum_of_durations<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    sum_from(args, time::zero_duration)
-}
-
-fn sum<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    sum_from(args, || Value::Int(0))
-}
-
-/// The items added, from the zero of the first one's type (`empty` for an
-/// empty list).
-fn sum_from<'b, 'v>(
+/// The items added, from the zero of the overload's type: the first item's,
+/// or `int`'s for an empty list over `dyn`.
+fn sum_over<'b, 'v>(
     args: Vec<CowVal<'b, 'v>>,
-    empty: fn() -> Value,
+    overloads: Overloads,
 ) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let items = dispatched(&args, "sum", adds)?;
+    let items = selected(&args, "sum", overloads, adds)?;
     let overflow = || error("sum", "integer overflow");
-    let mut total = match items.first() {
-        None => empty(),
-        Some(Value::Int(_)) => Value::Int(0),
-        Some(Value::UInt(_)) => Value::UInt(0),
-        Some(Value::Float(_)) => Value::Float(0.0),
-        Some(_) => time::zero_duration(),
+    let item_type = match (overloads, items.first()) {
+        (Overloads::One(item_type), _) => item_type,
+        (Overloads::Any, Some(first)) => SUMMABLE
+            .into_iter()
+            .find(|t| of_type(first, t))
+            .unwrap_or("int"),
+        (Overloads::Any, None) => "int",
+    };
+    let mut total = match item_type {
+        "uint" => Value::UInt(0),
+        "double" => Value::Float(0.0),
+        "duration" => time::zero_duration(),
+        _ => Value::Int(0),
     };
     for item in &items {
         total = match (&total, item) {
@@ -313,9 +360,10 @@ fn sum_from<'b, 'v>(
 fn extreme<'b, 'v>(
     args: Vec<CowVal<'b, 'v>>,
     function: &str,
+    overloads: Overloads,
     prefer: Ordering,
 ) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let items = dispatched(&args, function, orders)?;
+    let items = selected(&args, function, overloads, orders)?;
     let mut best: Option<&Value> = None;
     for item in &items {
         if !orders(item) {
@@ -332,12 +380,73 @@ fn extreme<'b, 'v>(
     }
 }
 
+fn is_sorted<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    is_sorted_over(args, Overloads::Any)
+}
+
+fn sum<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    sum_over(args, Overloads::Any)
+}
+
 fn min<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    extreme(args, "min", Ordering::Greater)
+    extreme(args, "min", Overloads::Any, Ordering::Greater)
 }
 
 fn max<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    extreme(args, "max", Ordering::Less)
+    extreme(args, "max", Overloads::Any, Ordering::Less)
+}
+
+// The same, with the overload of the item type at `T` in [`ITEM_TYPES`].
+
+fn is_sorted_of<'b, 'v, const T: usize>(
+    args: Vec<CowVal<'b, 'v>>,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    is_sorted_over(args, Overloads::at(T))
+}
+
+fn sum_of<'b, 'v, const T: usize>(
+    args: Vec<CowVal<'b, 'v>>,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    sum_over(args, Overloads::at(T))
+}
+
+fn min_of<'b, 'v, const T: usize>(
+    args: Vec<CowVal<'b, 'v>>,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    extreme(args, "min", Overloads::at(T), Ordering::Greater)
+}
+
+fn max_of<'b, 'v, const T: usize>(
+    args: Vec<CowVal<'b, 'v>>,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    extreme(args, "max", Overloads::at(T), Ordering::Less)
+}
+
+/// `$f` for each of the eight item types, in [`ITEM_TYPES`]' order.
+macro_rules! for_each_item_type {
+    ($f:ident) => {
+        [
+            $f::<0>, $f::<1>, $f::<2>, $f::<3>, $f::<4>, $f::<5>, $f::<6>, $f::<7>,
+        ]
+    };
+}
+
+/// Declares [`TYPED`]'s functions for each item type.
+fn register_typed(env: &mut Env) {
+    let typed: [(&str, [Function; 8]); 4] = [
+        ("isSorted", for_each_item_type!(is_sorted_of)),
+        ("min", for_each_item_type!(min_of)),
+        ("max", for_each_item_type!(max_of)),
+        ("sum", for_each_item_type!(sum_of)),
+    ];
+    for (function, ops) in typed {
+        for (item_type, op) in ITEM_TYPES.into_iter().zip(ops) {
+            if function != "sum" || SUMMABLE.contains(&item_type) {
+                let name = typed_name(function, item_type);
+                member(env, &name, &format!("list_{name}"), list_type(), vec![], op);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

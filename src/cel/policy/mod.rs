@@ -103,7 +103,7 @@ impl CelPolicy {
             for expression in compiled.iter().flatten() {
                 names.extend(&expression.names);
             }
-            if names.sums
+            if names.typed_list_calls
                 && let Some(retype) = self.retype
             {
                 retype(self, &mut compiled);

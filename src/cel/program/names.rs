@@ -39,10 +39,9 @@ pub struct Names {
     /// The namespaces such a macro is called on (`cel` of `cel.bind`, `math`
     /// of `math.greatest`): the rewrite leaves no trace of them in the tree.
     pub macro_namespaces: BTreeSet<String>,
-    /// A `sum()` call: on an empty list its value is the zero of the type
-    /// the list is declared with, which only the type check knows
-    /// ([`crate::cel::check::typed_calls`]).
-    pub sums: bool,
+    /// A call of `isSorted()`, `min()`, `max()` or `sum()`, whose overload
+    /// may be decided by the type check ([`crate::cel::check::typed_calls`]).
+    pub typed_list_calls: bool,
 }
 
 impl Names {
@@ -61,7 +60,7 @@ impl Names {
         }
         self.structs.extend(other.structs.iter().cloned());
         self.macros |= other.macros;
-        self.sums |= other.sums;
+        self.typed_list_calls |= other.typed_list_calls;
         self.macro_namespaces
             .extend(other.macro_namespaces.iter().cloned());
     }
@@ -96,7 +95,9 @@ impl Names {
                     Role::Global
                 };
                 self.libraries.note(function, role);
-                self.sums |= function == "sum" && role == Role::Member && call.args.is_empty();
+                self.typed_list_calls |= matches!(function, "isSorted" | "min" | "max" | "sum")
+                    && role == Role::Member
+                    && call.args.is_empty();
                 let expanded = comprehensions::named(function) || extension_macros::named(function);
                 self.macros |= expanded;
                 if expanded
