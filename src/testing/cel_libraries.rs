@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use ::cel::{ExecutionError, Value};
+use kubewarden_policy_sdk::response::ValidationResponse;
 use serde_json::json;
 
 use crate::cel::check::type_check::{FunctionNames, check};
@@ -78,18 +79,23 @@ pub fn i(value: i64) -> Option<Value> {
     Some(Value::Int(value))
 }
 
-/// The annotations a whole MutatingPolicy writes on the scheduler's
-/// Binding (`test_data/binding.json`, node `node-1`) when its one
-/// mutation sets the annotation `result` to `expression`, run through
-/// `crate::evaluate` as policy-server would.
-pub fn annotated(expression: &str) -> serde_json::Value {
+/// What a whole MutatingPolicy answers for the scheduler's Binding
+/// (`test_data/binding.json`, node `node-1`) when its one mutation sets the
+/// annotation `result` to `expression`, run through `crate::evaluate` as
+/// policy-server would.
+pub fn bound(expression: &str) -> ValidationResponse {
     let policy = serde_json::json!({"apiVersion": "policies.kyverno.io/v1",
         "kind": "MutatingPolicy", "metadata": {"name": "library"},
         "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""],
             "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/binding"]}]},
         "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
             format!("Object{{metadata: Object.metadata{{annotations: {{'result': {expression}}}}}}}")}}]}});
-    let response = crate::testing::fake_cluster::run("binding.json", policy);
+    crate::testing::fake_cluster::run("binding.json", policy)
+}
+
+/// The annotations [`bound`] writes; the policy must admit the request.
+pub fn annotated(expression: &str) -> serde_json::Value {
+    let response = bound(expression);
     assert!(response.accepted, "{expression}: {:?}", response.message);
     crate::testing::fake_cluster::annotations(&response)
 }

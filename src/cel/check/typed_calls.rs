@@ -99,7 +99,7 @@ fn rename_typed_calls(expr: &mut IdedExpr, nodes: &HashMap<u64, Ty>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::testing::cel_libraries::annotated;
+    use crate::testing::cel_libraries::{annotated, bound};
 
     /// kube-apiserver v0.37.2's answers: the overload the type check picks
     /// runs, whatever the items are; over a `dyn`, the first item picks it.
@@ -110,13 +110,7 @@ mod tests {
             "dyn(['b']).distinct().max()",
             "dyn([1.5]).slice(0, 1).sum()",
         ] {
-            let policy = serde_json::json!({"apiVersion": "policies.kyverno.io/v1",
-                "kind": "MutatingPolicy", "metadata": {"name": "typed"},
-                "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""],
-                    "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/binding"]}]},
-                    "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
-                        format!("Object{{metadata: Object.metadata{{annotations: {{'r': string({expression})}}}}}}")}}]}});
-            let response = crate::testing::fake_cluster::run("binding.json", policy);
+            let response = bound(&format!("string({expression})"));
             let message = response.message.unwrap_or_default();
             assert!(
                 !response.accepted && message.contains("no such overload"),
