@@ -506,12 +506,10 @@ fn check_expressions(policy: &CelPolicy) -> Result<(), String> {
                     "{at}: gives {ty}, which holds a type value; a variable cannot keep one in this policy's evaluator (compare types in the expression that computes them)"
                 ));
             }
-            let ty = if policy.kind.is_kyverno() {
-                ty
-            } else {
-                types::kubernetes_variable(ty)
-            };
-            variable_types.insert(variable.name.clone(), ty);
+            variable_types.insert(
+                variable.name.clone(),
+                types::declared_variable(ty, policy.kind.is_kyverno()),
+            );
         }
     }
     Ok(())

@@ -50,12 +50,7 @@ pub(crate) fn retype(policy: &CelPolicy, expressions: &mut [Result<Compiled, Str
         if let Place::Variable(i) = place
             && let Some(variable) = policy.spec.variables.get(i)
         {
-            let ty = if kyverno {
-                ty
-            } else {
-                types::kubernetes_variable(ty)
-            };
-            variable_types.insert(variable.name.clone(), ty);
+            variable_types.insert(variable.name.clone(), types::declared_variable(ty, kyverno));
         }
     }
 }
@@ -64,18 +59,10 @@ pub(crate) fn retype(policy: &CelPolicy, expressions: &mut [Result<Compiled, Str
 /// if cel-go runs one overload for it.
 fn typed_call(function: &str, item: &Ty) -> Option<String> {
     let item_type = match item {
-        Ty::Int => "int",
-        Ty::Uint => "uint",
-        Ty::Double => "double",
-        Ty::Bool => "bool",
-        Ty::Duration => "duration",
-        Ty::Timestamp => "timestamp",
-        Ty::String => "string",
-        Ty::Bytes => "bytes",
         // A `null` fits the duration overload of `sum()`, and those of
         // durations and timestamps of the others (picked when it runs).
         Ty::Null if function == "sum" => "duration",
-        _ => return None,
+        _ => item.kind(),
     };
     let declared = if function == "sum" {
         SUMMABLE.contains(&item_type)

@@ -170,13 +170,19 @@ impl Ty {
     }
 }
 
+/// The type a policy's variable whose expression has type `ty` is declared
+/// with: as it is in Kyverno's kinds, [`kubernetes_variable`]'s otherwise.
+pub(crate) fn declared_variable(ty: Ty, kyverno: bool) -> Ty {
+    if kyverno { ty } else { kubernetes_variable(ty) }
+}
+
 /// The type Kubernetes gives a policy's variable of type `ty`: it declares
 /// each variable by its checked type converted to its own declaration types
 /// (`convertCelTypeToDeclType` in k8s.io/apiserver's CEL composition), which
 /// keep the primitive types, timestamps, durations, null, lists and maps,
 /// and make everything else `dyn` (an optional, a type, `namespaceObject`).
 /// Kyverno declares the checked type as it is.
-pub(crate) fn kubernetes_variable(ty: Ty) -> Ty {
+fn kubernetes_variable(ty: Ty) -> Ty {
     match ty {
         Ty::List(item) => Ty::list(kubernetes_variable(*item)),
         Ty::Map(key, value) => Ty::Map(
