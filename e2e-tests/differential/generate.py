@@ -336,6 +336,8 @@ class Gen:
             lambda: f"{l()}.sort()", lambda: f"{l()}.distinct()", lambda: f"{l()}.reverse()",
             lambda: f"{l()}.slice({self.pick(['0', '1'])}, {self.pick(['1', '2', '5'])})",
             lambda: f"[{l()}, {l()}].flatten()", lambda: f"lists.range({self.pick(['0', '4', '-1'])})",
+            lambda: f"[{l()}, [{l()}]].flatten({self.pick(['1', '2', e()])})",
+            lambda: f"{l()}.sortBy(x, {self.pick(['-x', 'x % 3', '10 / x', 'dyn(10 / x)'])})",
             lambda: f"{l()}.transformList(i, v, v + i)", lambda: f"{l()}.transformList(i, v, i > 0, v)",
             lambda: f"[{self.string_lit()}, {self.string_lit()}].sortBy(s, s.size())",
             lambda: f"object.metadata.?labels.orValue({{}}).map(k, k).sort()",

@@ -1050,3 +1050,30 @@ fn a_variables_type_is_what_each_engine_declares() {
     ));
     assert!(message.contains("undefined field 'foo'"), "{message}");
 }
+
+/// kube-apiserver v0.37.2's answers: its cel-go evaluates each argument of
+/// a call before the call is tracked, so a `sortBy()` whose list failed
+/// fails the expression (Kyverno's does not); a variable is a program of
+/// its own, so one that failed so is a failed variable, which `||` absorbs.
+#[test]
+fn cost_tracking_fails_a_mutating_admission_policys_expression() {
+    let policy = |annotation: &str| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+            "metadata": {"name": "p"},
+            "spec": {"reinvocationPolicy": "Never", "matchConstraints": binding_rules(),
+                "variables": [{"name": "sorted", "expression": "[1 / 0].sortBy(x, x) == [] && false"}],
+                "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                    format!("Object{{metadata: Object.metadata{{annotations: {{'result': {annotation}}}}}}}")}}]}})
+    };
+    let failed = run(
+        "binding.json",
+        policy("string([1 / 0].sortBy(x, x) == [] && false)"),
+    );
+    let message = failed.message.unwrap_or_default();
+    assert!(
+        !failed.accepted && message.contains("internal error"),
+        "{message}"
+    );
+    let absorbed = run("binding.json", policy("string(variables.sorted || true)"));
+    assert_eq!(annotations(&absorbed), json!({"result": "true"}));
+}

@@ -470,6 +470,13 @@ fn check_expressions(policy: &CelPolicy) -> Result<(), String> {
         {
             return Err(format!("{at}: {why}"));
         }
+        if !policy.kind.is_kyverno()
+            && !matches!(place, Place::Mutation(..))
+            && let Some(why) =
+                declarations::patch_name_outside_mutations(source, &compiled.expression)
+        {
+            return Err(format!("{at}: {why}"));
+        }
         let functions = functions.get_or_insert_with(type_check::FunctionNames::new);
         let ty = type_check::check(
             source,

@@ -10,6 +10,7 @@ pub(crate) mod constants;
 pub(crate) mod declarations;
 pub(crate) mod homogeneous_literals;
 pub(crate) mod metadata_literals;
+pub(crate) mod planner;
 pub(crate) mod request_types;
 pub(crate) mod result_types;
 pub(crate) mod signatures;

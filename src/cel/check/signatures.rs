@@ -319,10 +319,14 @@ pub(in crate::cel) fn parametric(
         ("slice", Some(List(item)), [from, to]) if fits(from, &Int) && fits(to, &Int) => {
             Ok(Ty::list(*item.clone()))
         }
-        ("flatten", Some(List(item)), []) => Ok(match item.as_ref() {
-            List(inner) => Ty::list(*inner.clone()),
-            _ => Unknown,
-        }),
+        // `list(list(A))`: a list of another type is no overload
+        // (`[1].flatten()`); with a depth, any list, giving `list(dyn)`.
+        ("flatten", Some(List(item)), []) => match item.as_ref() {
+            List(inner) => Ok(Ty::list(*inner.clone())),
+            item if open(item) => Ok(Unknown),
+            _ => Err(()),
+        },
+        ("flatten", Some(List(_) | Dyn), [depth]) if fits(depth, &Int) => Ok(Ty::list(Dyn)),
         ("first" | "last", Some(List(item)), []) => Ok(optional(*item.clone())),
         ("sum" | "min" | "max", Some(List(item)), []) => Ok(*item.clone()),
         ("isSorted", Some(List(_)), []) => Ok(Bool),
@@ -479,7 +483,7 @@ pub(in crate::cel) fn declared_overloads(
             &[Uint, Uint],
         ],
         ("_<_" | "_<=_" | "_>_" | "_>=_", false) => ORDERED,
-        ("_[_]", false) => &[&[ListOf(&A), Int], &[MapOf(&B, &C), B]],
+        ("_[_]" | "_[?_]", false) => &[&[ListOf(&A), Int], &[MapOf(&B, &C), B]],
         ("@in", false) => &[&[A, ListOf(&A)], &[B, MapOf(&B, &C)]],
         ("size", _) => &[&[Bytes], &[ListOf(&A)], &[MapOf(&B, &C)], &[String]],
         ("type" | "dyn", false) => &[&[A]],

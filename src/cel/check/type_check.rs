@@ -18,12 +18,13 @@ use std::sync::Arc;
 use ::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
 use crate::cel::check::homogeneous_literals::{self, Literal, unwrap_optional};
+use crate::cel::check::planner;
 use crate::cel::check::signatures::{
     declared_overloads, operator, ordered, parametric, resolve, signatures, symbol,
 };
 use crate::cel::check::type_parameters::Mapping;
 use crate::cel::check::types::Declared;
-use crate::cel::check::types::{Ty, fits, join};
+use crate::cel::check::types::{Ty, fits, join, no_overload};
 use crate::cel::libraries::string_format::StaticArg;
 use crate::cel::{eval::environment::runtime_env, program::library_use::Libraries};
 
@@ -52,6 +53,15 @@ impl FunctionNames {
 struct TypeError {
     message: String,
     anchor: Option<Anchor>,
+}
+
+impl TypeError {
+    fn at_name(name: &str, message: String) -> Self {
+        TypeError {
+            message,
+            anchor: Some(Anchor::Name(name.to_string())),
+        }
+    }
 }
 
 /// What of the text an error is about: a name (a function called, a field
@@ -92,6 +102,7 @@ pub(crate) fn node_types(
         types: HashMap::new(),
         mapping: Mapping::default(),
         literals: Vec::new(),
+        planner_refusal: None,
     };
     checker
         .infer(expr)
@@ -101,6 +112,9 @@ pub(crate) fn node_types(
                     message,
                     anchor: None,
                 })?;
+            if let Some(refusal) = checker.planner_refusal.take() {
+                return Err(refusal);
+            }
             let nodes = (checker.types.iter())
                 .map(|(id, node)| (*id, checker.mapping.finish(node)))
                 .collect();
@@ -116,6 +130,8 @@ pub(crate) fn node_types(
 
 struct Checker<'a> {
     variables: &'a BTreeMap<String, Ty>,
+    /// What cel-go's planner refuses first, reported once the check passes.
+    planner_refusal: Option<TypeError>,
     functions: &'a mut FunctionNames,
     /// The comprehension variables in scope, innermost last.
     scopes: Vec<(String, Ty)>,
@@ -153,7 +169,17 @@ impl Checker<'_> {
                 LiteralValue::String(_) => Ty::String,
                 LiteralValue::UInt(_) => Ty::Uint,
             }),
-            Expr::Ident(name) => Ok(self.ident(name)),
+            Expr::Ident(name) => {
+                let ty = self.ident(name);
+                if let Some(message) =
+                    planner::bound_type_value(name, &self.mapping.substitute(&ty))
+                    && self.bound(name)
+                {
+                    self.planner_refusal
+                        .get_or_insert(TypeError::at_name(name, message));
+                }
+                Ok(ty)
+            }
             Expr::Select(select) => {
                 if let Expr::Ident(name) = &select.operand.expr
                     && name == "variables"
@@ -326,6 +352,11 @@ impl Checker<'_> {
     /// condition again with the step would double the work at every level of
     /// nested macros.
     fn loop_step(&mut self, c: &::cel::common::ast::ComprehensionExpr) -> Result<Ty, TypeError> {
+        // A binding's step (`cel.bind`, the two-variable rewrite's) names
+        // the accumulator and is never run: the planner's rules skip it.
+        if matches!(&c.loop_step.expr, Expr::Ident(name) if *name == c.accu_var) {
+            return Ok(self.ident(&c.accu_var));
+        }
         let macro_step = match &c.loop_step.expr {
             Expr::Call(step) => match (step.func_name.as_str(), step.args.as_slice()) {
                 ("_&&_" | "_||_", [accumulator, _]) if matches!(&accumulator.expr, Expr::Ident(name) if *name == c.accu_var) => {
@@ -365,6 +396,11 @@ impl Checker<'_> {
     }
 
     fn call(&mut self, call: &::cel::common::ast::CallExpr) -> Result<Ty, TypeError> {
+        if let Some(message) = planner::constant_type_index(call, &|name| self.bound(name)) {
+            let anchor = Some(Anchor::Symbol("["));
+            self.planner_refusal
+                .get_or_insert(TypeError { message, anchor });
+        }
         let exempt = call.func_name == "format";
         self.exempt_literals = self.exempt_literals.saturating_add(usize::from(exempt));
         let result = self.call_within(call);
@@ -438,10 +474,7 @@ impl Checker<'_> {
             && crate::cel::libraries::time::is_getter(name)
             && let Err(message) = crate::cel::libraries::time::zone_offset_at(zone, 0)
         {
-            return Err(TypeError {
-                message,
-                anchor: Some(Anchor::Name(name.to_string())),
-            });
+            return Err(TypeError::at_name(name, message));
         }
         if let (
             "format",
@@ -483,10 +516,10 @@ impl Checker<'_> {
                 && !key.is_open()
                 && !ordered(key)
             {
-                return Err(TypeError {
-                    message: no_overload(full_name, receiver.as_ref(), &args),
-                    anchor: Some(Anchor::Name("sortBy".to_string())),
-                });
+                return Err(TypeError::at_name(
+                    "sortBy",
+                    no_overload(full_name, receiver.as_ref(), &args),
+                ));
             }
             return Ok(helper(name, receiver.as_ref(), &args, &call.args));
         }
@@ -498,10 +531,10 @@ impl Checker<'_> {
                     .next()
                     .is_some_and(crate::cel::check::declarations::is_namespace)
             });
-            return Err(TypeError {
-                message: format!("undeclared reference to '{}'", reported.unwrap_or(name)),
-                anchor: Some(Anchor::Name(name.to_string())),
-            });
+            return Err(TypeError::at_name(
+                name,
+                format!("undeclared reference to '{}'", reported.unwrap_or(name)),
+            ));
         }
         // Kyverno's `resource` is a value whose functions are members; the
         // table holds them by their qualified names.
@@ -510,9 +543,8 @@ impl Checker<'_> {
             _ => (full_name, receiver),
         };
         if let Some(result) = parametric(lookup, receiver.as_ref(), &args) {
-            return result.map_err(|()| TypeError {
-                message: no_overload(full_name, receiver.as_ref(), &args),
-                anchor: Some(Anchor::Name(name.to_string())),
+            return result.map_err(|()| {
+                TypeError::at_name(name, no_overload(full_name, receiver.as_ref(), &args))
             });
         }
         let Some(overloads) = signatures(lookup, receiver.is_some()) else {
@@ -521,9 +553,8 @@ impl Checker<'_> {
         let mut all = Vec::with_capacity(args.len() + 1);
         all.extend(receiver.clone());
         all.extend(args.iter().cloned());
-        resolve(&overloads, &all).ok_or_else(|| TypeError {
-            message: no_overload(full_name, receiver.as_ref(), &args),
-            anchor: Some(Anchor::Name(name.to_string())),
+        resolve(&overloads, &all).ok_or_else(|| {
+            TypeError::at_name(name, no_overload(full_name, receiver.as_ref(), &args))
         })
     }
 }
@@ -540,12 +571,8 @@ impl Checker<'_> {
             .iter()
             .map(|item| self.static_arg(item))
             .collect();
-        crate::cel::libraries::string_format::check_literal_call(text, &args).map_err(|message| {
-            TypeError {
-                message,
-                anchor: Some(Anchor::Name("format".to_string())),
-            }
-        })
+        crate::cel::libraries::string_format::check_literal_call(text, &args)
+            .map_err(|message| TypeError::at_name("format", message))
     }
 
     /// An argument of a literal `format` call, from the types its nodes were
@@ -617,10 +644,7 @@ fn helper(name: &str, receiver: Option<&Ty>, args: &[Ty], exprs: &[IdedExpr]) ->
 
 /// The type of `operand.field`, or cel-go's error.
 fn field_of(operand: Ty, field: &str) -> Result<Ty, TypeError> {
-    let undefined = || TypeError {
-        message: format!("undefined field '{field}'"),
-        anchor: Some(Anchor::Name(field.to_string())),
-    };
+    let undefined = || TypeError::at_name(field, format!("undefined field '{field}'"));
     Ok(match operand {
         Ty::Dyn => Ty::Dyn,
         Ty::Map(_, value) => *value,
@@ -638,10 +662,10 @@ fn field_of(operand: Ty, field: &str) -> Result<Ty, TypeError> {
         other if other.is_open() => Ty::Unknown,
         Ty::Object => Ty::Unknown,
         other => {
-            return Err(TypeError {
-                message: format!("type '{other}' does not support field selection"),
-                anchor: Some(Anchor::Name(field.to_string())),
-            });
+            return Err(TypeError::at_name(
+                field,
+                format!("type '{other}' does not support field selection"),
+            ));
         }
     })
 }
@@ -655,17 +679,6 @@ fn operator_call(name: &str, args: &[Ty]) -> Option<Result<Ty, TypeError>> {
             anchor: symbol(name).map(Anchor::Symbol),
         })
     })
-}
-
-/// cel-go's message: `found no matching overload for '_+_' applied to
-/// '(string, int)'`, a member call's receiver before a dot.
-fn no_overload(name: &str, receiver: Option<&Ty>, args: &[Ty]) -> String {
-    let args: Vec<String> = args.iter().map(Ty::to_string).collect();
-    let receiver = receiver.map(|r| format!("{r}.")).unwrap_or_default();
-    format!(
-        "found no matching overload for '{name}' applied to '{receiver}({})'",
-        args.join(", ")
-    )
 }
 
 /// Where `anchor` stands in `source`, outside quoted text, when it stands
@@ -1019,6 +1032,38 @@ mod tests {
                 "[1, 2].sortBy(x, [x])",
                 "found no matching overload for '@sortByAssociatedKeys' applied to 'list(int).(list(list(int)))'",
             ),
+            // `list(list(A))` only, without a depth.
+            (
+                "[1].flatten()",
+                "found no matching overload for 'flatten' applied to 'list(int).()'",
+            ),
+            (
+                "[[1]].flatten('a')",
+                "found no matching overload for 'flatten' applied to 'list(list(int)).(string)'",
+            ),
+            // What cel-go's planner refuses once the check took it
+            // (kube-apiserver: "program instantiation failed").
+            (
+                "[int].exists(t, t == int)",
+                "reference to undefined type: t (it holds a type value, which cel-go's planner looks up as a type name)",
+            ),
+            (
+                "[int].all(i, v, v == int)",
+                "reference to undefined type: v (it holds a type value, which cel-go's planner looks up as a type name)",
+            ),
+            (
+                "dyn({'int': 1})[type([1])]",
+                "invalid qualifier type: an index that is a constant type value is refused by cel-go's planner",
+            ),
+            (
+                "object.metadata[dyn(int)]",
+                "invalid qualifier type: an index that is a constant type value is refused by cel-go's planner",
+            ),
+            // An empty map's value type is bound by what `orValue` is given.
+            (
+                "[3, 1] + {}[?'a'].orValue(0)",
+                "found no matching overload for '_+_' applied to '(list(int), int)'",
+            ),
         ] {
             let error = type_of(source).err().unwrap_or_default();
             assert!(error.ends_with(message), "{source}: {error}");
@@ -1042,6 +1087,16 @@ mod tests {
             "[null].sum()",
             "[timestamp(0)].min()",
             "[duration('1s')].sum()",
+            // A type value the planner does not look up or fold.
+            "[int].exists(t, true)",
+            "[int].map(t, string) == [string]",
+            "[[int]].exists(l, l[0] == int)",
+            "dyn({'int': 1})[type(1 + 1)]",
+            "dyn({'int': 1})[[int][0]]",
+            // With a depth, any list.
+            "[[1]].flatten(1)",
+            "dyn([[1]]).flatten(2)",
+            "[dyn(1)].flatten()",
         ] {
             assert!(type_of(source).is_ok(), "{source}: {:?}", type_of(source));
         }

@@ -10,19 +10,31 @@
 //! type out; this renames such calls, in the trees parsed for a request, to
 //! the function for that type ([`crate::cel::libraries::lists`]). It runs
 //! only for a policy that calls one of them.
+//!
+//! It also wraps the arguments that cel-go's cost tracking fails the whole
+//! expression on when they failed ([`crate::cel::libraries::cost_tracker`]):
+//! the list of a `sort()` the check types as a list of one item type (over a
+//! `dyn`, cel-go's check leaves several overloads and tracks none), of every
+//! `distinct()`, the depth of `flatten(depth)`, and the keys (and, in
+//! Kubernetes' kind, the list) of a `sortBy()` whose keys are of one item
+//! type.
 
 use std::collections::{BTreeMap, HashMap};
 
 use ::cel::IdedExpr;
-use ::cel::common::ast::Expr;
+use ::cel::common::ast::{Expr, LiteralValue, operators};
 
 use crate::cel::check::type_check::{self, FunctionNames};
 use crate::cel::check::types::{self, Ty};
+use crate::cel::libraries::cost_tracker::{TRACKED, TRACKED_FAILED, TRACKED_VALUE};
 use crate::cel::libraries::lists::{ITEM_TYPES, SUMMABLE, TYPED, typed_name};
 use crate::cel::policy::CelPolicy;
 use crate::cel::program::Compiled;
+use crate::cel::program::comprehensions::max_id;
 use crate::cel::spec::Place;
 use crate::cel::syntax::ast::children_mut;
+use crate::cel::syntax::extension_macros::{SORT_BY_INPUT, SORT_BY_KEYS};
+use crate::cel::syntax::macro_builder::Builder;
 
 /// Renames the calls of `expressions` (the policy's, in the order of
 /// [`CelPolicy::sources`]) whose list the check types as a list of one item
@@ -47,6 +59,15 @@ pub(crate) fn retype(policy: &CelPolicy, expressions: &mut [Result<Compiled, Str
             continue;
         };
         rename_typed_calls(&mut compiled.expression, &nodes);
+        let mut next_id = max_id(&compiled.expression) + 1;
+        track_arguments(
+            &mut compiled.expression,
+            &nodes,
+            kyverno,
+            &mut Builder {
+                next_id: &mut next_id,
+            },
+        );
         if let Place::Variable(i) = place
             && let Some(variable) = policy.spec.variables.get(i)
         {
@@ -84,6 +105,61 @@ fn rename_typed_calls(expr: &mut IdedExpr, nodes: &HashMap<u64, Ty>) {
     }
 }
 
+/// Whether cel-go's check leaves one overload of `sort()` over a list of
+/// `item` (or of `@sortByAssociatedKeys` over keys of `item`): its cost is
+/// then tracked.
+fn one_overload(item: &Ty) -> bool {
+    ITEM_TYPES.contains(&item.kind())
+}
+
+/// Wraps the arguments of `expr`'s calls that cost tracking fails the
+/// expression on when they fail (see the module's comment). Kyverno's
+/// cel-go (v0.30) stops evaluating a call's arguments at the first that
+/// fails, before the call is tracked: a `sortBy()` whose list failed is not
+/// tracked there; kube-apiserver's (v0.29) evaluates them all.
+fn track_arguments(expr: &mut IdedExpr, nodes: &HashMap<u64, Ty>, kyverno: bool, b: &mut Builder) {
+    children_mut(expr, &mut |child| track_arguments(child, nodes, kyverno, b));
+    let list_of_one_type =
+        |e: &IdedExpr| matches!(nodes.get(&e.id), Some(Ty::List(item)) if one_overload(item));
+    match &mut expr.expr {
+        Expr::Call(call) => match (
+            call.func_name.as_str(),
+            call.target.as_mut(),
+            call.args.as_mut_slice(),
+        ) {
+            ("sort", Some(list), []) if list_of_one_type(list) => track(list, b),
+            ("distinct", Some(list), []) => track(list, b),
+            ("flatten", Some(_), [depth]) => track(depth, b),
+            _ => {}
+        },
+        Expr::Comprehension(bind) if bind.accu_var == SORT_BY_INPUT => {
+            if let Expr::Call(call) = &mut bind.result.expr
+                && call.func_name == SORT_BY_KEYS
+                && let [keys] = call.args.as_mut_slice()
+                && list_of_one_type(keys)
+            {
+                track(keys, b);
+                if !kyverno {
+                    track(&mut bind.accu_init, b);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `x` becomes `(@tracked(x) || @tracked_failed()) ? @tracked_value() : null`.
+fn track(x: &mut IdedExpr, b: &mut Builder) {
+    let placeholder = b.node(Expr::Literal(LiteralValue::Null));
+    let value = std::mem::replace(x, placeholder);
+    let keep = b.call(TRACKED, vec![value]);
+    let failed = b.call(TRACKED_FAILED, vec![]);
+    let condition = b.call(operators::LOGICAL_OR, vec![keep, failed]);
+    let kept = b.call(TRACKED_VALUE, vec![]);
+    let never = b.node(Expr::Literal(LiteralValue::Null));
+    *x = b.call(operators::CONDITIONAL, vec![condition, kept, never]);
+}
+
 #[cfg(test)]
 mod tests {
     use crate::testing::cel_libraries::{annotated, bound};
@@ -112,6 +188,50 @@ mod tests {
             annotated("string(dyn([1, 2]).reverse().isSorted())")["result"],
             "false"
         );
+    }
+
+    /// Kyverno 1.19.1's answers (its MutatingPolicy; kube-apiserver v0.37.2
+    /// gives the same, but for the failed list of `sortBy`): cost tracking
+    /// fails the whole expression when these calls are given a failed
+    /// value, where a `dyn` list leaves `sort()` several overloads and is
+    /// not tracked.
+    #[test]
+    fn a_failed_value_given_to_a_tracked_call_fails_the_expression() {
+        for expression in [
+            "[1 / 0].sort() == [] || true",
+            "[1 / 0].reverse().sort() == [] || true",
+            "[1, 0].map(x, [10 / x].sort()).size() > 5 || true",
+            "dyn([1 / 0]).distinct() == [] && false",
+            "[[1]].flatten(1 / 0) == [] && false",
+            "[1, 0].sortBy(x, 1 / x) == [] && false",
+        ] {
+            let response = bound(&format!("string({expression})"));
+            let message = response.message.unwrap_or_default();
+            assert!(
+                !response.accepted && message.contains("internal error"),
+                "{expression}: {message}"
+            );
+        }
+        for (expression, expected) in [
+            ("dyn([1 / 0]).sort() == [] && false", "false"),
+            ("[dyn(1 / 0)].sort() == [] || true", "true"),
+            ("[1, 0].sortBy(x, dyn(1 / x)) == [] && false", "false"),
+            // Kyverno's cel-go stops at the failed list (kube-apiserver's
+            // does not, and fails the expression).
+            ("[1 / 0].sortBy(x, x) == [] && false", "false"),
+            ("[[1 / 0]].flatten(1) == [] && false", "false"),
+            ("[1 / 0].isSorted() || true", "true"),
+            (
+                "[3, 1].sortBy(x, -x) == [3, 1] && [1, 1].distinct() == [1]",
+                "true",
+            ),
+        ] {
+            assert_eq!(
+                annotated(&format!("string({expression})"))["result"],
+                expected,
+                "{expression}"
+            );
+        }
     }
 
     /// kube-apiserver v0.37.2's answers: the zero of the type the list is

@@ -276,3 +276,14 @@ impl Declared {
         }
     }
 }
+
+/// cel-go's message: `found no matching overload for '_+_' applied to
+/// '(string, int)'`, a member call's receiver before a dot.
+pub(in crate::cel) fn no_overload(name: &str, receiver: Option<&Ty>, args: &[Ty]) -> String {
+    let args: Vec<String> = args.iter().map(Ty::to_string).collect();
+    let receiver = receiver.map(|r| format!("{r}.")).unwrap_or_default();
+    format!(
+        "found no matching overload for '{name}' applied to '{receiver}({})'",
+        args.join(", ")
+    )
+}

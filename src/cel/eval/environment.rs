@@ -30,6 +30,7 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     if libraries.lists {
         let _ = env.add_extension(::cel::extensions::lists);
         libraries::lists::register_reverse(&mut env);
+        libraries::cost_tracker::register(&mut env);
     }
     if libraries.math {
         let _ = env.add_extension(::cel::extensions::math);

@@ -16,9 +16,9 @@ use crate::cel::eval::cluster_reads::{ClusterReads, ResourceReach};
 use crate::cel::eval::direct::{self, Direct};
 use crate::cel::eval::environment;
 use crate::cel::eval::request::{CelRequest, Evaluated, describe};
-use crate::cel::libraries::authorizer;
 use crate::cel::libraries::host_reads::{READ_PENDING, ResourceCall};
 use crate::cel::libraries::values::from_json;
+use crate::cel::libraries::{authorizer, cost_tracker};
 use crate::cel::policy::CelPolicy;
 use crate::cel::policy::exception::CelException;
 use crate::cel::program::{self, Compiled};
@@ -415,11 +415,23 @@ impl<'a> Evaluation<'a> {
             if let Some(images) = &libraries.images {
                 context.add_variable_as_val("image", Box::new(images.clone()));
             }
-            let error = match context.resolve(&compiled.expression) {
+            cost_tracker::clear();
+            let outcome = context.resolve(&compiled.expression);
+            let tracked_failure = cost_tracker::failed();
+            let wanted = libraries.wanted();
+            let error = match outcome {
+                Ok(value) if !tracked_failure => return Ok(value),
+                _ if tracked_failure && wanted.is_empty() => {
+                    return Err(cost_tracker::FAILURE.to_string());
+                }
+                // The failed value may be a read not served yet: served,
+                // the expression runs again.
+                _ if tracked_failure => {
+                    ::cel::ExecutionError::function_error("resource", READ_PENDING)
+                }
                 Ok(value) => return Ok(value),
                 Err(error) => error,
             };
-            let wanted = libraries.wanted();
             // A variable that failed is left out of `variables`: reading it
             // fails with its own error. Variables are lazy, so one an
             // expression names but does not reach (`a ? variables.x : y`)

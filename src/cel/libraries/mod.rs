@@ -17,6 +17,7 @@ use ::cel::objects::Opaque;
 use ::cel::{Env, ExecutionError, Value};
 
 pub mod authorizer;
+pub mod cost_tracker;
 pub mod data;
 pub mod double_text;
 pub mod format;

@@ -77,7 +77,8 @@ pub fn expand(expr: &mut IdedExpr) -> Result<(), String> {
     expand_in(expr, &mut next_id)
 }
 
-fn max_id(expr: &IdedExpr) -> u64 {
+/// The largest node id in `expr`: a rewrite's new nodes are numbered after it.
+pub(in crate::cel) fn max_id(expr: &IdedExpr) -> u64 {
     let mut max = expr.id;
     crate::cel::syntax::ast::children(expr, &mut |child| max = max.max(max_id(child)));
     max

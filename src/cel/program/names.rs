@@ -40,7 +40,9 @@ pub struct Names {
     /// of `math.greatest`): the rewrite leaves no trace of them in the tree.
     pub macro_namespaces: BTreeSet<String>,
     /// A call of `isSorted()`, `min()`, `max()` or `sum()`, whose overload
-    /// may be decided by the type check ([`crate::cel::check::typed_calls`]).
+    /// may be decided by the type check, or of `sort()`, `distinct()`,
+    /// `sortBy()` or `flatten()`, whose failed arguments cost tracking may
+    /// fail the expression on ([`crate::cel::check::typed_calls`]).
     pub typed_list_calls: bool,
 }
 
@@ -95,9 +97,13 @@ impl Names {
                     Role::Global
                 };
                 self.libraries.note(function, role);
-                self.typed_list_calls |= matches!(function, "isSorted" | "min" | "max" | "sum")
-                    && role == Role::Member
-                    && call.args.is_empty();
+                self.typed_list_calls |= role == Role::Member
+                    && match function {
+                        "isSorted" | "min" | "max" | "sum" => call.args.is_empty(),
+                        // What cost tracking fails on when given a failed value.
+                        "sort" | "distinct" | "sortBy" | "flatten" => true,
+                        _ => false,
+                    };
                 let expanded = comprehensions::named(function) || extension_macros::named(function);
                 self.macros |= expanded;
                 if expanded

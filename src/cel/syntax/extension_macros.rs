@@ -15,8 +15,8 @@ use crate::cel::syntax::macro_builder::{ACCU, Builder};
 
 /// The name `sortBy` binds its target to, so that it is evaluated once;
 /// the crate's own, which no CEL name can be.
-const SORT_BY_INPUT: &str = "@__sortBy_input__";
-const SORT_BY_KEYS: &str = "@sortByAssociatedKeys";
+pub(in crate::cel) const SORT_BY_INPUT: &str = "@__sortBy_input__";
+pub(in crate::cel) const SORT_BY_KEYS: &str = "@sortByAssociatedKeys";
 
 /// Whether an expression's word may be one of these macros.
 pub fn named(word: &str) -> bool {
