@@ -53,6 +53,7 @@ pub(in crate::cel) fn is_namespace(name: &str) -> bool {
             | "hash"
             | "http"
             | "image"
+            | "ip"
             | "json"
             | "jsonpatch"
             | "lists"

@@ -91,7 +91,8 @@ fn exact(ty: &Ty) -> bool {
         | Ty::Bytes
         | Ty::Timestamp
         | Ty::Duration
-        | Ty::JsonPatch => true,
+        | Ty::JsonPatch
+        | Ty::Opaque(_) => true,
     }
 }
 

@@ -8,7 +8,9 @@
 pub(crate) mod compiler;
 pub(crate) mod constants;
 pub(crate) mod declarations;
+pub(crate) mod function_names;
 pub(crate) mod homogeneous_literals;
+pub(crate) mod library_signatures;
 pub(crate) mod metadata_literals;
 pub(crate) mod planner;
 pub(crate) mod request_types;

@@ -2,7 +2,8 @@
 //! what the operators and the typed library functions take and give, as
 //! cel-go and Kubernetes' libraries declare them.
 
-use crate::cel::check::types::{Ty, fits, join};
+use crate::cel::check::library_signatures;
+use crate::cel::check::types::{CIDR, IP, Ty, fits, join};
 
 /// What the overloads that fit `args` give: their common type; where they
 /// differ, `dyn` as cel-go says, unless an argument's type is not known here
@@ -84,7 +85,14 @@ pub(in crate::cel) fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>
             let comparable = fits(a, b)
                 && !matches!(
                     a,
-                    List(_) | Map(..) | Optional(_) | Null | Type(_) | Object | JsonPatch
+                    List(_)
+                        | Map(..)
+                        | Optional(_)
+                        | Null
+                        | Type(_)
+                        | Object
+                        | JsonPatch
+                        | Opaque(_)
                 )
                 || a.is_numeric() && b.is_numeric();
             if comparable { Ok(Bool) } else { Err(()) }
@@ -95,7 +103,13 @@ pub(in crate::cel) fn operator(name: &str, args: &[Ty]) -> Option<Result<Ty, ()>
             let nullable = |t: &Ty| {
                 matches!(
                     t,
-                    Null | Object | JsonPatch | Declared(_) | Timestamp | Duration | Optional(_)
+                    Null | Object
+                        | JsonPatch
+                        | Declared(_)
+                        | Timestamp
+                        | Duration
+                        | Optional(_)
+                        | Opaque(_)
                 ) || t.is_open()
             };
             let opaque = |t: &Ty| matches!(t, Object | JsonPatch | Declared(_));
@@ -195,7 +209,9 @@ pub(in crate::cel) fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty
         ("uint", false) => each(&[Int, Uint, Double, String], Uint),
         ("double", false) => each(&[Int, Uint, Double, String], Double),
         ("string", false) => each(
-            &[String, Bool, Int, Uint, Double, Bytes, Timestamp, Duration],
+            &[
+                String, Bool, Int, Uint, Double, Bytes, Timestamp, Duration, IP, CIDR,
+            ],
             String,
         ),
         ("bytes", false) => each(&[String, Bytes], Bytes),
@@ -238,44 +254,7 @@ pub(in crate::cel) fn signatures(name: &str, member: bool) -> Option<Vec<(Vec<Ty
         ],
         ("format", true) => vec![(vec![String, list()], String)],
         ("strings.quote", false) => vec![(vec![String], String)],
-        // Kubernetes' regex, URL, IP, CIDR, quantity and semver libraries:
-        // what they give (their own types are not known here).
-        ("find", true) => vec![(vec![String, String], String)],
-        ("findAll", true) => vec![
-            (vec![String, String], Ty::list(String)),
-            (vec![String, String, Int], Ty::list(String)),
-        ],
-        ("getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath", true) => {
-            vec![(vec![Unknown], String)]
-        }
-        ("getQuery", true) => vec![(
-            vec![Unknown],
-            Map(Box::new(String), Box::new(Ty::list(String))),
-        )],
-        ("compareTo", true) => vec![(vec![Unknown, Unknown], Int)],
-        ("isGreaterThan" | "isLessThan" | "containsIP" | "containsCIDR", true) => {
-            vec![(vec![Unknown, Unknown], Bool)]
-        }
-        ("asInteger" | "family" | "prefixLength" | "major" | "minor" | "patch", true) => {
-            vec![(vec![Unknown], Int)]
-        }
-        // Kubernetes' quantity library declares `sign(q)` only: a member
-        // call is no overload.
-        ("sign", false) => vec![(vec![Unknown], Int)],
-        ("sign", true) => vec![],
-        ("isSemver", false) => vec![(vec![String], Bool), (vec![String, Bool], Bool)],
-        ("asApproximateFloat", true) => vec![(vec![Unknown], Double)],
-        ("isInteger", true) => vec![(vec![Unknown], Bool)],
-        // Kyverno's reads give `map(string, google.protobuf.Any)`, whatever
-        // their arguments (apiVersion, resource, namespace, name; or a GVR).
-        (
-            "resource.Get" | "resource.get" | "resource.List" | "resource.list" | "resource.Post"
-            | "resource.post",
-            false,
-        ) => (2..=4)
-            .map(|n| (vec![Dyn; n], Map(Box::new(String), Box::new(Any))))
-            .collect(),
-        _ => return None,
+        _ => return library_signatures::signatures(name, member),
     })
 }
 
@@ -350,6 +329,18 @@ pub(in crate::cel) fn parametric(
         }
         ("first" | "last", Some(Dyn), []) => Ok(optional(Free)),
         ("lists.range", None, [n]) if fits(n, &Int) => Ok(Ty::list(Int)),
+        // `math.greatest`, `math.least`: one number or a list of one type of
+        // number gives that type; two numbers of two types, `dyn`.
+        ("math.@max" | "math.@min", None, [one]) => match one {
+            List(item) if item.is_numeric() || open(item) => Ok(*item.clone()),
+            number if number.is_numeric() || open(number) => Ok(number.clone()),
+            _ => Err(()),
+        },
+        ("math.@max" | "math.@min", None, [a, b]) => match (a, b) {
+            _ if a == b && a.is_numeric() => Ok(a.clone()),
+            _ if (a.is_numeric() || open(a)) && (b.is_numeric() || open(b)) => Ok(Dyn),
+            _ => Err(()),
+        },
         // cel-go's `type(A) -> type(A)`.
         ("type", None, [value]) => Ok(Type(Box::new(value.clone()))),
         ("sets.contains" | "sets.equivalent" | "sets.intersects", None, [a, b]) => {

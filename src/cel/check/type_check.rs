@@ -11,9 +11,7 @@
 //! variables built from them). Whether a called function exists is asked of
 //! an environment with every library in it, so no list of names is kept.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 
 use ::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
@@ -23,31 +21,11 @@ use crate::cel::check::signatures::{
     declared_overloads, operator, ordered, parametric, resolve, signatures, symbol,
 };
 use crate::cel::check::type_parameters::Mapping;
-use crate::cel::check::types::Declared;
+use crate::cel::check::types::{self, Declared};
 use crate::cel::check::types::{Ty, fits, join, no_overload};
 use crate::cel::libraries::string_format::StaticArg;
-use crate::cel::{eval::environment::runtime_env, program::library_use::Libraries};
 
-/// Asks an environment with every library whether a function is declared.
-pub(crate) struct FunctionNames {
-    context: ::cel::Context<'static, 'static>,
-}
-
-impl FunctionNames {
-    pub(crate) fn new() -> Self {
-        let env = runtime_env(&BTreeSet::new(), Libraries::every());
-        FunctionNames {
-            context: ::cel::Context::with_env(Arc::new(env)),
-        }
-    }
-
-    /// The crate refuses a context function named as a declared overload,
-    /// which is the one public way to ask whether `name` is declared; the
-    /// probe it adds on success lives in this context only.
-    fn declared(&mut self, name: &str) -> bool {
-        self.context.add_function(name, |x: i64| x).is_err()
-    }
-}
+pub(crate) use crate::cel::check::function_names::FunctionNames;
 
 /// Why an expression cannot be typed, and what in its text to point at.
 struct TypeError {
@@ -286,6 +264,7 @@ impl Checker<'_> {
                 kyverno: self.kyverno,
             }),
             "namespaceObject" => Ty::Declared(Declared::Namespace),
+            "authorizer" => types::AUTHORIZER,
             // Kubernetes and Kyverno declare these `dyn`.
             "object" | "oldObject" | "params" => Ty::Dyn,
             _ => Ty::Unknown,
@@ -622,6 +601,10 @@ fn helper(name: &str, receiver: Option<&Ty>, args: &[Ty], exprs: &[IdedExpr]) ->
             Box::new(join(*k.clone(), *key.clone())),
             Box::new(join(*v.clone(), *value.clone())),
         ),
+        ("math.@max" | "math.@min", None, _) => match parametric(name, None, args) {
+            Some(Ok(ty)) => ty,
+            _ => Ty::Unknown,
+        },
         ("@sortByAssociatedKeys", Some(receiver), _) => {
             match parametric(name, Some(receiver), &[]) {
                 Some(Ok(sorted)) => sorted,
@@ -653,6 +636,13 @@ fn field_of(operand: Ty, field: &str) -> Result<Ty, TypeError> {
         Ty::JsonPatch if field == "value" => Ty::Dyn,
         Ty::JsonPatch => return Err(undefined()),
         Ty::Declared(declared) => declared.field(field).ok_or_else(undefined)?,
+        // Kyverno's `parseServiceAccount` gives an object of two fields.
+        Ty::Opaque("user.ServiceAccount") if matches!(field, "Namespace" | "Name") => Ty::String,
+        Ty::Opaque("user.ServiceAccount") => return Err(undefined()),
+        // Kubernetes declares `authorizer.requestResource` as a variable.
+        Ty::Opaque("kubernetes.authorization.Authorizer") if field == "requestResource" => {
+            types::RESOURCE_CHECK
+        }
         // Selecting on an optional gives an optional (`x.?a.b`).
         Ty::Optional(inner) => match field_of(*inner, field) {
             Ok(Ty::Optional(value)) => Ty::Optional(value),
@@ -858,7 +848,7 @@ mod tests {
                 Ty::list(JsonPatch),
             ),
             ("optional.of(1).orValue(2) + 1", Int),
-            ("math.greatest(1, 2)", Unknown),
+            ("math.greatest(1, 2)", Int),
             ("cel.bind(x, 'a', x + 'b')", String),
             ("[1, 2].all(i, v, v > i)", Bool),
             (
@@ -1022,7 +1012,7 @@ mod tests {
             ),
             (
                 "quantity('1').sign()",
-                "found no matching overload for 'sign' applied to 'dyn.()'",
+                "found no matching overload for 'sign' applied to 'kubernetes.Quantity.()'",
             ),
             (
                 "'abc'.first()",
@@ -1059,6 +1049,89 @@ mod tests {
                 "object.metadata[dyn(int)]",
                 "invalid qualifier type: an index that is a constant type value is refused by cel-go's planner",
             ),
+            // Kubernetes' libraries' own types (kube-apiserver v0.37.2's
+            // messages).
+            (
+                "[quantity('1'), 1]",
+                "expected type 'kubernetes.Quantity' but found 'int' (item 2 of a literal: its items must have one type)",
+            ),
+            (
+                "quantity('1') + 1",
+                "found no matching overload for '_+_' applied to '(kubernetes.Quantity, int)'",
+            ),
+            (
+                "quantity('1').add('a')",
+                "found no matching overload for 'add' applied to 'kubernetes.Quantity.(string)'",
+            ),
+            (
+                "string(quantity('1'))",
+                "found no matching overload for 'string' applied to '(kubernetes.Quantity)'",
+            ),
+            (
+                "quantity('1') < quantity('2')",
+                "found no matching overload for '_<_' applied to '(kubernetes.Quantity, kubernetes.Quantity)'",
+            ),
+            (
+                "[quantity('2')].isSorted()",
+                "found no matching overload for 'isSorted' applied to 'list(kubernetes.Quantity).()'",
+            ),
+            (
+                "semver('1.0.0').compareTo(quantity('1'))",
+                "found no matching overload for 'compareTo' applied to 'kubernetes.Semver.(kubernetes.Quantity)'",
+            ),
+            (
+                "cidr('1.2.3.0/24').containsIP(1)",
+                "found no matching overload for 'containsIP' applied to 'net.CIDR.(int)'",
+            ),
+            (
+                "[ip('1.1.1.1'), cidr('1.1.1.0/24')]",
+                "expected type 'net.IP' but found 'net.CIDR' (item 2 of a literal: its items must have one type)",
+            ),
+            (
+                "[url('https://a'), 'a']",
+                "expected type 'kubernetes.URL' but found 'string' (item 2 of a literal: its items must have one type)",
+            ),
+            (
+                "[isQuantity('1'), 1]",
+                "expected type 'bool' but found 'int' (item 2 of a literal: its items must have one type)",
+            ),
+            (
+                "[format.named('x'), 1]",
+                "expected type 'optional_type(kubernetes.NamedFormat)' but found 'int' (item 2 of a literal: its items must have one type)",
+            ),
+            // Kyverno's libraries' types (Kyverno 1.19.1's messages).
+            (
+                "[json.unmarshal('{}'), 1]",
+                "expected type 'dyn' but found 'int' (item 2 of a literal: its items must have one type)",
+            ),
+            (
+                "[json.marshal(1), 1]",
+                "expected type 'string' but found 'int' (item 2 of a literal: its items must have one type)",
+            ),
+            (
+                "[image('nginx'), 1]",
+                "expected type 'kyverno.image' but found 'int' (item 2 of a literal: its items must have one type)",
+            ),
+            (
+                "[parseServiceAccount('x'), 1]",
+                "expected type 'user.ServiceAccount' but found 'int' (item 2 of a literal: its items must have one type)",
+            ),
+            (
+                "[math.greatest(1, 2.0), 'a']",
+                "expected type 'dyn' but found 'string' (item 2 of a literal: its items must have one type)",
+            ),
+            (
+                "[math.bitShiftLeft(1u, 2), 'a']",
+                "expected type 'uint' but found 'string' (item 2 of a literal: its items must have one type)",
+            ),
+            (
+                "[time.now(), 1]",
+                "expected type 'timestamp' but found 'int' (item 2 of a literal: its items must have one type)",
+            ),
+            (
+                "[gzip.compress('a'), 1]",
+                "expected type 'bytes' but found 'int' (item 2 of a literal: its items must have one type)",
+            ),
             // An empty map's value type is bound by what `orValue` is given.
             (
                 "[3, 1] + {}[?'a'].orValue(0)",
@@ -1087,6 +1160,16 @@ mod tests {
             "[null].sum()",
             "[timestamp(0)].min()",
             "[duration('1s')].sum()",
+            // Kubernetes' libraries' own types where they fit.
+            "quantity('1') == null",
+            "{quantity('1'): 1}",
+            "quantity('1').add(quantity('1')).sub(1).asApproximateFloat() + 1.0",
+            "dyn(quantity('1')).add(1).isInteger()",
+            "cidr('1.2.3.0/24').containsIP('1.2.3.4') && cidr('1.2.3.0/24').containsCIDR(cidr('1.2.3.0/25'))",
+            "string(cidr('1.2.3.0/24')) + string(cidr('1.2.3.0/24').ip())",
+            "ip.isCanonical('1.2.3.4') && ip('1.2.3.4').family() == 4",
+            "semver('1.0.0', true).major() + semver('1.0.0').compareTo(semver('1.0.1'))",
+            "format.named('dns1123Label').value().validate('a').hasValue()",
             // A type value the planner does not look up or fold.
             "[int].exists(t, true)",
             "[int].map(t, string) == [string]",

@@ -199,6 +199,7 @@ fn assignable_in(m: &mut Bindings, t1: &Ty, t2: &Ty, depth: usize) -> bool {
                 | Ty::Timestamp
                 | Ty::Duration
                 | Ty::Optional(_)
+                | Ty::Opaque(_)
         )
     };
     match (t1, t2) {

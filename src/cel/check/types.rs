@@ -45,11 +45,30 @@ pub(crate) enum Ty {
     JsonPatch,
     /// `request`, `namespaceObject` and their parts.
     Declared(Declared),
+    /// A value of a library's own type, by cel-go's name for it: Kubernetes'
+    /// ([`QUANTITY`], [`URL`], [`IP`], [`CIDR`], [`SEMVER`], [`NAMED_FORMAT`],
+    /// [`AUTHORIZER`] and its checks)
+    /// and Kyverno's ([`IMAGE`], [`SERVICE_ACCOUNT`]).
+    Opaque(&'static str),
     /// `google.protobuf.Any`, the values of the maps Kyverno's `resource`
     /// functions give: like `dyn`, except that a comprehension cannot range
     /// over it (cel-go refuses `resource.List(...).items.map(...)`).
     Any,
 }
+
+pub(in crate::cel) const QUANTITY: Ty = Ty::Opaque("kubernetes.Quantity");
+pub(in crate::cel) const URL: Ty = Ty::Opaque("kubernetes.URL");
+pub(in crate::cel) const IP: Ty = Ty::Opaque("net.IP");
+pub(in crate::cel) const CIDR: Ty = Ty::Opaque("net.CIDR");
+pub(in crate::cel) const SEMVER: Ty = Ty::Opaque("kubernetes.Semver");
+pub(in crate::cel) const NAMED_FORMAT: Ty = Ty::Opaque("kubernetes.NamedFormat");
+pub(in crate::cel) const AUTHORIZER: Ty = Ty::Opaque("kubernetes.authorization.Authorizer");
+pub(in crate::cel) const PATH_CHECK: Ty = Ty::Opaque("kubernetes.authorization.PathCheck");
+pub(in crate::cel) const GROUP_CHECK: Ty = Ty::Opaque("kubernetes.authorization.GroupCheck");
+pub(in crate::cel) const RESOURCE_CHECK: Ty = Ty::Opaque("kubernetes.authorization.ResourceCheck");
+pub(in crate::cel) const DECISION: Ty = Ty::Opaque("kubernetes.authorization.Decision");
+pub(in crate::cel) const IMAGE: Ty = Ty::Opaque("kyverno.image");
+pub(in crate::cel) const SERVICE_ACCOUNT: Ty = Ty::Opaque("user.ServiceAccount");
 
 impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -89,6 +108,7 @@ impl Ty {
             Ty::Object => "Object",
             Ty::JsonPatch => "JSONPatch",
             Ty::Declared(_) => "object",
+            Ty::Opaque(name) => name,
             Ty::Any => "any",
         }
     }
@@ -118,7 +138,8 @@ impl Ty {
             | Ty::Bytes
             | Ty::List(_)
             | Ty::Map(..)
-            | Ty::Type(_) => self.kind().to_string(),
+            | Ty::Type(_)
+            | Ty::Opaque(_) => self.kind().to_string(),
             Ty::Dyn
             | Ty::Unknown
             | Ty::Free
@@ -208,7 +229,8 @@ fn kubernetes_variable(ty: Ty) -> Ty {
         | Ty::Type(_)
         | Ty::Object
         | Ty::JsonPatch
-        | Ty::Declared(_) => Ty::Dyn,
+        | Ty::Declared(_)
+        | Ty::Opaque(_) => Ty::Dyn,
     }
 }
 
