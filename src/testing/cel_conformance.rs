@@ -1074,6 +1074,15 @@ fn cost_tracking_fails_a_mutating_admission_policys_expression() {
         !failed.accepted && message.contains("internal error"),
         "{message}"
     );
+    let over_the_limit = run(
+        "binding.json",
+        policy("string([[], [[1, 2, 3]]].flatten(600000).size() == 3 || true)"),
+    );
+    let message = over_the_limit.message.unwrap_or_default();
+    assert!(
+        !over_the_limit.accepted && message.contains("cost limit exceeded"),
+        "{message}"
+    );
     let absorbed = run("binding.json", policy("string(variables.sorted || true)"));
     assert_eq!(annotations(&absorbed), json!({"result": "true"}));
 }

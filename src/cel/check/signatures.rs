@@ -373,6 +373,8 @@ pub(in crate::cel) fn parametric(
                 Err(())
             }
         }
+        // Every overload gives a bool.
+        ("isSorted", Some(receiver), []) if open(receiver) => Ok(Bool),
         (
             "reverse" | "sort" | "distinct" | "slice" | "flatten" | "first" | "last" | "sum"
             | "min" | "max" | "isSorted" | "orValue" | "value" | "hasValue" | "or",

@@ -1132,6 +1132,11 @@ mod tests {
                 "[gzip.compress('a'), 1]",
                 "expected type 'bytes' but found 'int' (item 2 of a literal: its items must have one type)",
             ),
+            // `isSorted()` gives a bool whatever its receiver.
+            (
+                "[1, 2] + dyn([1]).isSorted()",
+                "found no matching overload for '_+_' applied to '(list(int), bool)'",
+            ),
             // An empty map's value type is bound by what `orValue` is given.
             (
                 "[3, 1] + {}[?'a'].orValue(0)",

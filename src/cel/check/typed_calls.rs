@@ -26,7 +26,9 @@ use ::cel::common::ast::{Expr, LiteralValue, operators};
 
 use crate::cel::check::type_check::{self, FunctionNames};
 use crate::cel::check::types::{self, Ty};
-use crate::cel::libraries::cost_tracker::{TRACKED, TRACKED_FAILED, TRACKED_VALUE};
+use crate::cel::libraries::cost_tracker::{
+    FLATTEN_WITHIN_COST, TRACKED, TRACKED_FAILED, TRACKED_VALUE,
+};
 use crate::cel::libraries::lists::{ITEM_TYPES, SUMMABLE, TYPED, typed_name};
 use crate::cel::policy::CelPolicy;
 use crate::cel::program::Compiled;
@@ -129,7 +131,10 @@ fn track_arguments(expr: &mut IdedExpr, nodes: &HashMap<u64, Ty>, kyverno: bool,
         ) {
             ("sort", Some(list), []) if list_of_one_type(list) => track(list, b),
             ("distinct", Some(list), []) => track(list, b),
-            ("flatten", Some(_), [depth]) => track(depth, b),
+            ("flatten", Some(_), [depth]) => {
+                track(depth, b);
+                call.func_name = FLATTEN_WITHIN_COST.to_string();
+            }
             _ => {}
         },
         Expr::Comprehension(bind) if bind.accu_var == SORT_BY_INPUT => {
@@ -212,6 +217,18 @@ mod tests {
                 "{expression}: {message}"
             );
         }
+        // Kyverno 1.19.1: "operation cancelled: actual cost limit exceeded".
+        for expression in [
+            "[[], [[1, 2, 3]]].flatten(600000).size() == 3 || true",
+            "[[], [[1, 2, 3]]].flatten(1000000007).size()",
+        ] {
+            let response = bound(&format!("string({expression})"));
+            let message = response.message.unwrap_or_default();
+            assert!(
+                !response.accepted && message.contains("cost limit exceeded"),
+                "{expression}: {message}"
+            );
+        }
         for (expression, expected) in [
             ("dyn([1 / 0]).sort() == [] && false", "false"),
             ("[dyn(1 / 0)].sort() == [] || true", "true"),
@@ -225,6 +242,8 @@ mod tests {
                 "[3, 1].sortBy(x, -x) == [3, 1] && [1, 1].distinct() == [1]",
                 "true",
             ),
+            // Under the cost limit: 2 items times 400,000, plus 11.
+            ("[[], [[1, 2, 3]]].flatten(400000).size() == 3", "true"),
         ] {
             assert_eq!(
                 annotated(&format!("string({expression})"))["result"],

@@ -419,18 +419,13 @@ impl<'a> Evaluation<'a> {
             let outcome = context.resolve(&compiled.expression);
             let tracked_failure = cost_tracker::failed();
             let wanted = libraries.wanted();
-            let error = match outcome {
-                Ok(value) if !tracked_failure => return Ok(value),
-                _ if tracked_failure && wanted.is_empty() => {
-                    return Err(cost_tracker::FAILURE.to_string());
-                }
+            let error = match (outcome, tracked_failure) {
+                (Ok(value), None) => return Ok(value),
+                (_, Some(why)) if wanted.is_empty() => return Err(why.to_string()),
                 // The failed value may be a read not served yet: served,
                 // the expression runs again.
-                _ if tracked_failure => {
-                    ::cel::ExecutionError::function_error("resource", READ_PENDING)
-                }
-                Ok(value) => return Ok(value),
-                Err(error) => error,
+                (_, Some(_)) => ::cel::ExecutionError::function_error("resource", READ_PENDING),
+                (Err(error), None) => error,
             };
             // A variable that failed is left out of `variables`: reading it
             // fails with its own error. Variables are lazy, so one an
