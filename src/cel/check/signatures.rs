@@ -287,6 +287,9 @@ pub(in crate::cel) fn parametric(
         // result is `dyn` or a type it binds on the way.
         ("sort" | "sum" | "min" | "max", Some(Dyn), []) => Ok(Dyn),
         ("sort" | "sum" | "min" | "max", Some(List(item)), []) if **item == Dyn => Ok(Dyn),
+        // `sortBy` keeps its list's type whatever its keys: over a `dyn`
+        // list, a `list(dyn)`, as cel-go types it.
+        ("@sortByAssociatedKeys", Some(List(item)), []) if **item == Dyn => Ok(Ty::list(Dyn)),
         ("sort" | "@sortByAssociatedKeys" | "sum" | "min" | "max", Some(List(item)), [])
             if open(item) =>
         {

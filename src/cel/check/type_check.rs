@@ -1132,6 +1132,12 @@ mod tests {
                 "[gzip.compress('a'), 1]",
                 "expected type 'bytes' but found 'int' (item 2 of a literal: its items must have one type)",
             ),
+            // `sortBy` over a `dyn` list is a `list(dyn)` (kube-apiserver
+            // v0.37.2's message).
+            (
+                "[dyn([1]).map(k, k).sortBy(x, dyn(x)), dyn([1]).map(k, k).sort()]",
+                "expected type 'list(dyn)' but found 'dyn' (item 2 of a literal: its items must have one type)",
+            ),
             // `isSorted()` gives a bool whatever its receiver.
             (
                 "[1, 2] + dyn([1]).isSorted()",
