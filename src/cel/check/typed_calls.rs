@@ -107,13 +107,6 @@ fn rename_typed_calls(expr: &mut IdedExpr, nodes: &HashMap<u64, Ty>) {
     }
 }
 
-/// Whether cel-go's check leaves one overload of `sort()` over a list of
-/// `item` (or of `@sortByAssociatedKeys` over keys of `item`): its cost is
-/// then tracked.
-fn one_overload(item: &Ty) -> bool {
-    ITEM_TYPES.contains(&item.kind())
-}
-
 /// Wraps the arguments of `expr`'s calls that cost tracking fails the
 /// expression on when they fail (see the module's comment). Kyverno's
 /// cel-go (v0.30) stops evaluating a call's arguments at the first that
@@ -121,8 +114,10 @@ fn one_overload(item: &Ty) -> bool {
 /// tracked there; kube-apiserver's (v0.29) evaluates them all.
 fn track_arguments(expr: &mut IdedExpr, nodes: &HashMap<u64, Ty>, kyverno: bool, b: &mut Builder) {
     children_mut(expr, &mut |child| track_arguments(child, nodes, kyverno, b));
-    let list_of_one_type =
-        |e: &IdedExpr| matches!(nodes.get(&e.id), Some(Ty::List(item)) if one_overload(item));
+    // cel-go's check leaves one overload of `sort()` (or of
+    // `@sortByAssociatedKeys` over its keys) where `isSorted()` would be
+    // renamed to one: its cost is then tracked.
+    let list_of_one_type = |e: &IdedExpr| matches!(nodes.get(&e.id), Some(Ty::List(item)) if typed_call("isSorted", item).is_some());
     match &mut expr.expr {
         Expr::Call(call) => match (
             call.func_name.as_str(),
