@@ -54,21 +54,31 @@ impl Quantity {
             .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
             .unwrap_or(text.len());
         let (number, suffix) = (text.get(..end)?, text.get(end..)?);
-        let (format, nanos_per_unit): (QuantityFormat, i128) =
-            if let Some((_, power)) = BINARY.iter().find(|(s, _)| *s == suffix) {
-                (QuantityFormat::BinarySI, 1024i128.pow(*power) * NANO)
-            } else if let Some((_, exp)) = DECIMAL.iter().find(|(s, _)| *s == suffix) {
-                (QuantityFormat::DecimalSI, pow10(exp + 9)?)
-            } else if suffix.is_empty() {
-                (QuantityFormat::DecimalSI, NANO)
-            } else if let Some(exp) = suffix
-                .strip_prefix(['e', 'E'])
-                .and_then(|e| e.parse::<i32>().ok())
-            {
-                (QuantityFormat::DecimalExponent, pow10(exp + 9)?)
-            } else {
-                return None;
-            };
+        let (format, nanos_per_unit): (QuantityFormat, i128) = if let Some((_, power)) =
+            BINARY.iter().find(|(s, _)| *s == suffix)
+        {
+            (QuantityFormat::BinarySI, 1024i128.pow(*power) * NANO)
+        } else if let Some((_, exp)) = DECIMAL.iter().find(|(s, _)| *s == suffix) {
+            (QuantityFormat::DecimalSI, pow10(exp + 9)?)
+        } else if suffix.is_empty() {
+            (QuantityFormat::DecimalSI, NANO)
+        } else if let Some(exp) = suffix
+            .strip_prefix(['e', 'E'])
+            .and_then(|e| e.parse::<i32>().ok())
+        {
+            if exp < -9 {
+                // Finer than a nano-unit: the number's point moves left,
+                // and what falls below a nano-unit rounds up.
+                let nanos = scaled_decimal(&point_moved_left(number, exp.unsigned_abs() - 9)?, 1)?;
+                return Some(Quantity {
+                    nanos,
+                    format: QuantityFormat::DecimalExponent,
+                });
+            }
+            (QuantityFormat::DecimalExponent, pow10(exp + 9)?)
+        } else {
+            return None;
+        };
         let nanos = scaled_decimal(number, nanos_per_unit)?;
         Some(Quantity { nanos, format })
     }
@@ -119,6 +129,29 @@ impl PartialOrd for Quantity {
     }
 }
 
+/// `number` (sign, digits, optional fraction) divided by `10^places`.
+fn point_moved_left(number: &str, places: u32) -> Option<String> {
+    let (sign, digits) = match number.strip_prefix(['-', '+']) {
+        Some(rest) => (number.get(..1)?, rest),
+        None => ("", number),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    // Ten places past the digits leave nothing above a nano-unit: more
+    // would only add zeros.
+    let places = usize::try_from(places).ok()?.min(whole.len() + 10);
+    Some(match whole.len().checked_sub(places) {
+        Some(split) => format!(
+            "{sign}{}.{}{fraction}",
+            whole.get(..split)?,
+            whole.get(split..)?
+        ),
+        None => format!(
+            "{sign}0.{}{whole}{fraction}",
+            "0".repeat(places - whole.len())
+        ),
+    })
+}
+
 fn pow10(exp: i32) -> Option<i128> {
     10i128.checked_pow(u32::try_from(exp).ok()?)
 }
@@ -136,7 +169,7 @@ fn scaled_decimal(number: &str, scale: i128) -> Option<i128> {
             .bytes()
             .chain(fraction.bytes())
             .all(|b| b.is_ascii_digit())
-        || whole.len() + fraction.len() > 30
+        || whole.len() > 30
     {
         return None;
     }

@@ -5,7 +5,8 @@
 //! quantity('0.2G')`). Parsing is the ClusterPolicy's
 //! ([`crate::shared::units`]): exact to the nano-unit, up to about 10^29
 //! units (Kubernetes goes further with arbitrary precision; a larger
-//! quantity is an error here). `isInteger` and `asInteger` answer as
+//! quantity is an error here), one with a binary suffix parsed as a decimal
+//! capped at the largest int64, as Kubernetes caps it. `isInteger` and `asInteger` answer as
 //! Kubernetes does, by how apimachinery holds the value ([`Held`]): `1.0`,
 //! `1000m` and `1.5Gi` are no integers there.
 
@@ -176,8 +177,20 @@ fn parse(text: &str) -> Option<Quantity> {
     if text.trim() != text {
         return None;
     }
-    Parsed::parse(text).map(|parsed| Quantity(parsed, Held::parsed(text)))
+    let held = Held::parsed(text);
+    Parsed::parse(text).map(|mut parsed| {
+        if held == Held::Decimal && parsed.format == QuantityFormat::BinarySI {
+            // `ParseQuantity` caps what it parses with a binary suffix as a
+            // decimal at the largest int64 (its fast path and decimal
+            // suffixes keep larger values).
+            parsed.nanos = parsed.nanos.clamp(-LARGEST_BINARY, LARGEST_BINARY);
+        }
+        Quantity(parsed, held)
+    })
 }
+
+/// `ParseQuantity`'s cap, in nano-units.
+const LARGEST_BINARY: i128 = i64::MAX as i128 * NANO;
 
 /// Declares the library.
 pub fn register(env: &mut Env) {
@@ -253,8 +266,24 @@ fn as_integer<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execu
 }
 
 fn as_float<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let q = this(&args, "asApproximateFloat")?.0;
-    Ok(CowVal::owned(CelDouble::from(q.nanos as f64 / NANO as f64)))
+    // `AsApproximateFloat64`: the held integer times `math.Pow10` of its
+    // exponent, which rounds differently from a division.
+    let approximate = match this(&args, "asApproximateFloat")? {
+        Quantity(_, Held::Int64 { value, scale }) => value as f64 * go_pow10(scale),
+        Quantity(parsed, Held::Decimal) => parsed.nanos as f64 * go_pow10(-9),
+    };
+    Ok(CowVal::owned(CelDouble::from(approximate)))
+}
+
+/// Go's `math.Pow10` for the exponents a quantity holds: the double nearest
+/// `10^n`, and for a negative `n` one divided by it.
+fn go_pow10(n: i32) -> f64 {
+    let nearest = |n: u32| format!("1e{n}").parse::<f64>().unwrap_or(f64::INFINITY);
+    if n >= 0 {
+        nearest(n.unsigned_abs())
+    } else {
+        1.0 / nearest(n.unsigned_abs())
+    }
 }
 
 /// The operand of `add` and `sub`: a quantity, or an int of units
@@ -387,6 +416,31 @@ mod tests {
                 i(20),
             ),
             ("quantity('50k').asInteger()", i(50000)),
+            // Binary suffixes parsed as decimals (no fast path) are capped at
+            // 2^63 - 1; decimal ones are not.
+            (
+                "quantity('9223372036854775807').sub(quantity('8Ei')) == quantity('0')",
+                b(true),
+            ),
+            (
+                "quantity('-16Ei') == quantity('-9223372036854775807')",
+                b(true),
+            ),
+            // Sub-nano values round up, away from zero.
+            (
+                "quantity('100000000000000000000') == quantity('9223372036854775807')",
+                b(false),
+            ),
+            // math.Pow10's rounding, not a division's.
+            (
+                "quantity('100000000000000000000').sub(quantity('1')).asApproximateFloat()",
+                Some(Value::Float(1e20)),
+            ),
+            ("quantity('1e-10') == quantity('1n')", b(true)),
+            ("quantity('-15e-10') == quantity('-2n')", b(true)),
+            ("quantity('0e-12') == quantity('0')", b(true)),
+            ("quantity('1e-1000000') == quantity('1n')", b(true)),
+            ("quantity('1e-10').isInteger()", b(false)),
             ("quantity('50').isInteger()", b(true)),
             ("quantity('500m').isInteger()", b(false)),
             ("quantity('500m').asInteger()", None),
