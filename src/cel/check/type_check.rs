@@ -17,9 +17,7 @@ use ::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
 use crate::cel::check::homogeneous_literals::{self, Literal, unwrap_optional};
 use crate::cel::check::planner;
-use crate::cel::check::signatures::{
-    declared_overloads, operator, ordered, parametric, resolve, signatures, symbol,
-};
+use crate::cel::check::signatures::{operator, ordered, parametric, resolve, signatures, symbol};
 use crate::cel::check::type_parameters::Mapping;
 use crate::cel::check::types::{self, Declared};
 use crate::cel::check::types::{Ty, fits, join, no_overload};
@@ -79,6 +77,7 @@ pub(crate) fn node_types(
         exempt_literals: 0,
         types: HashMap::new(),
         mapping: Mapping::default(),
+        unsubstituted: HashMap::new(),
         literals: Vec::new(),
         planner_refusal: None,
     };
@@ -124,6 +123,9 @@ struct Checker<'a> {
     types: HashMap<u64, Ty>,
     /// The bindings of the type parameters (`[]`'s items) made so far.
     mapping: Mapping,
+    /// The types that hold parameters, by id, before substitution: a call's
+    /// overloads bind them, and may widen a binding, as cel-go's do.
+    unsubstituted: HashMap<u64, Ty>,
     /// The literals the homogeneous-literal check reads at the end.
     literals: Vec<Literal>,
 }
@@ -131,6 +133,9 @@ struct Checker<'a> {
 impl Checker<'_> {
     fn infer(&mut self, expr: &IdedExpr) -> Result<Ty, TypeError> {
         let ty = self.infer_node(expr)?;
+        if Mapping::has_parameter(&ty) {
+            self.unsubstituted.insert(expr.id, ty.clone());
+        }
         let ty = self.mapping.substitute(&ty);
         self.types.insert(expr.id, ty.clone());
         Ok(ty)
@@ -388,38 +393,6 @@ impl Checker<'_> {
         result.map(|ty| self.mapping.instantiate(ty))
     }
 
-    /// Binds the free type parameters among a call's arguments as cel-go's
-    /// overload resolution does: through each of the function's overloads
-    /// that fits, in the order cel-go declares them. A function without
-    /// overloads here leaves them open (`Ty::Unknown`): what cel-go would
-    /// bind them to is not known, and nothing is refused through them.
-    fn bind_arguments(&mut self, name: &str, receiver: Option<&Ty>, args: &[Ty]) {
-        let all: Vec<Ty> = receiver.into_iter().chain(args).cloned().collect();
-        if !all.iter().any(|ty| self.mapping.has_free(ty)) {
-            return;
-        }
-        if matches!(name, "_&&_" | "_||_" | "!_") {
-            for arg in &all {
-                self.mapping.assignable(arg, &Ty::Bool);
-            }
-            return;
-        }
-        let mapping = &mut self.mapping;
-        let overloads = declared_overloads(name, receiver.is_some(), &mut || mapping.fresh());
-        match overloads {
-            Some(overloads) => {
-                for params in overloads {
-                    self.mapping.assignable_list(&all, &params);
-                }
-            }
-            None => {
-                for arg in &all {
-                    self.mapping.bind_free(arg, &Ty::Unknown);
-                }
-            }
-        }
-    }
-
     fn call_within(&mut self, call: &::cel::common::ast::CallExpr) -> Result<Ty, TypeError> {
         let name = call.func_name.as_str();
         // `optional.of(x)`, `math.abs(x)`: a function of a namespace, where
@@ -443,7 +416,14 @@ impl Checker<'_> {
             args.push(self.infer(arg)?);
         }
         let full_name = namespaced.as_deref().unwrap_or(name);
-        self.bind_arguments(full_name, receiver.as_ref(), &args);
+        let unsubstituted =
+            |expr: &IdedExpr, ty: &Ty| self.unsubstituted.get(&expr.id).unwrap_or(ty).clone();
+        let receiver_expr = call.target.as_deref().filter(|_| receiver.is_some());
+        let all: Vec<Ty> = (receiver_expr.zip(receiver.as_ref()).into_iter())
+            .chain(call.args.iter().zip(&args))
+            .map(|(expr, ty)| unsubstituted(expr, ty))
+            .collect();
+        self.mapping.bind_call(full_name, receiver.is_some(), &all);
         let receiver = receiver.map(|ty| self.mapping.substitute(&ty));
         let args: Vec<Ty> = args.iter().map(|ty| self.mapping.substitute(ty)).collect();
         // A timestamp getter given a zone no database has (a typo) would fail

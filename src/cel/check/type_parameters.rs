@@ -2,9 +2,11 @@
 //! an empty literal's items (`[]`, `{}`) are a free type parameter that the
 //! first overload taking them binds (`[].filter(x, x % 2 == 0)` is a
 //! `list(int)`, `[].sort()` too), and a binding, once made, holds for the
-//! rest of the expression. The check works through a [`Mapping`] only where
-//! a parameter is still free; elsewhere the types are concrete or open.
+//! rest of the expression, though a later overload may widen it to a more
+//! general type. The check works through a [`Mapping`] only where a
+//! parameter stands; elsewhere the types are concrete or open.
 
+use crate::cel::check::signatures::declared_overloads;
 use crate::cel::check::types::Ty;
 
 /// The bindings of the type parameters made so far, by parameter.
@@ -101,10 +103,41 @@ impl Mapping {
         }
     }
 
-    /// Whether `ty` holds a parameter not bound yet.
-    pub(crate) fn has_free(&self, ty: &Ty) -> bool {
+    /// Binds the type parameters among a call's arguments (the receiver
+    /// first) as cel-go's overload resolution does: through each of the
+    /// function's overloads that fits, in the order cel-go declares them,
+    /// which may widen a parameter bound before (`[[], [1]] + [[dyn(1)]]`
+    /// makes the first `[]` a `list(dyn)`). A function without overloads here
+    /// leaves them open (`Ty::Unknown`): what cel-go would bind them to is
+    /// not known, and nothing is refused through them.
+    pub(crate) fn bind_call(&mut self, name: &str, member: bool, all: &[Ty]) {
+        if !all.iter().any(Mapping::has_parameter) {
+            return;
+        }
+        if matches!(name, "_&&_" | "_||_" | "!_") {
+            for arg in all {
+                self.assignable(arg, &Ty::Bool);
+            }
+            return;
+        }
+        match declared_overloads(name, member, &mut || self.fresh()) {
+            Some(overloads) => {
+                for params in overloads {
+                    self.assignable_list(all, &params);
+                }
+            }
+            None => {
+                for arg in all {
+                    self.bind_free(arg, &Ty::Unknown);
+                }
+            }
+        }
+    }
+
+    /// Whether `ty` holds a parameter, bound or not.
+    pub(crate) fn has_parameter(ty: &Ty) -> bool {
         let mut found = false;
-        each_var(&self.substitute(ty), &mut |_| found = true);
+        each_var(ty, &mut |_| found = true);
         found
     }
 
@@ -298,6 +331,24 @@ mod tests {
         // dyn fits and widens the binding, as cel-go's mostGeneral does.
         assert!(m.assignable(&Ty::Dyn, &t));
         assert_eq!(m.substitute(&t), Ty::Dyn);
+    }
+
+    #[test]
+    fn a_later_call_widens_a_bound_parameter_before_the_literals_are_checked() {
+        use crate::testing::cel_libraries::check_source;
+        // kube-apiserver v0.37.2 refuses the first three (the homogeneous
+        // literals validator reads the widened types) and takes the others.
+        for (source, refused) in [
+            ("[[], [1]] + [[dyn(1)]]", true),
+            ("[dyn(1)] + [?optional.none(), [].size()]", true),
+            ("[?optional.none(), 2] + [dyn(1)]", true),
+            ("[?optional.none(), [].size()]", false),
+            ("[[], [1]]", false),
+            ("[dyn(1)] + [[].size(), 2]", false),
+        ] {
+            let checked = check_source(source);
+            assert_eq!(checked.is_err(), refused, "{source}: {checked:?}");
+        }
     }
 
     #[test]
