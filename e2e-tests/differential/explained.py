@@ -79,12 +79,6 @@ def cel(case, reference, ours):
     if reference.get("status") in ("value", "eval_error") and statuses == {"compile_error"} \
             and all("holds a type value" in (answer.get("message") or "") for answer in ours.values()):
         return "a variable that holds a type value is refused at load (the evaluator keeps none in its variables)"
-    if reference.get("status") == "value" and statuses == {"eval_error"}:
-        if all("repeated key" in (answer.get("message") or "") for answer in ours.values()):
-            return "a map literal with a repeated key is an error (cel-go keeps the last)"
-        if re.search(r" in \[\]", text):
-            return "constant subexpressions that fail are errors when evaluated (cel-go's optimizer folds them at compile)"
-        return None
     if reference.get("status") == "eval_error" and statuses == {"value"} \
             and re.search(COST_LIMIT, reference.get("message") or ""):
         return "looser: kube-apiserver's runtime cost limit (cel-go's cost model) is not counted here"

@@ -738,6 +738,11 @@ class KyvernoGen(Gen):
             libraries = KYVERNO_LIBRARY_STRINGS + (["image(object.spec.containers[0].image).repository()"]
                                                    if kind == "pod" else [])
             annotate(self.pick(self.pool(libraries, libraries + KYVERNO_LIBRARY_REFUSED)))
+        if self.chance(0.25):
+            # An expression of the CEL judge's grammar, as Kyverno's cel-go
+            # checks and runs it (its environment, its optimizer).
+            t = self.pick(["int", "uint", "double", "string", "bool", "bytes", "duration", "timestamp"])
+            annotate(f"string({self.expr(t, self.r.randint(1, 3))})")
         if self.chance(0.3):
             variable, value = self.pick(MPOL_READS)
             spec.setdefault("variables", []).append({"name": "r", "expression": variable})

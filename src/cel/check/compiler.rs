@@ -491,9 +491,8 @@ fn check_expressions(policy: &CelPolicy) -> Result<(), String> {
         {
             return Err(format!("{at}: {why}"));
         }
-        if !policy.kind.is_kyverno()
-            && let Some(why) =
-                constants::refused(source, &compiled.expression, compiled.names.libraries)
+        if let Some(why) =
+            constants::refused(source, &compiled.expression, compiled.names.libraries)
         {
             return Err(format!("{at}: {why}"));
         }

@@ -1,5 +1,6 @@
-//! What Kubernetes' CEL environment works out when it makes a program, before
-//! any request, and refuses the policy for when it fails:
+//! What Kubernetes' CEL environment (and Kyverno's, which extends it) works
+//! out when it makes a program, before any request, and refuses the policy
+//! for when it fails:
 //!
 //! - cel-go's optimizer (`cel.OptOptimize`, set by kube-apiserver's base
 //!   environment) evaluates a type conversion (`int`, `uint`, `double`,
@@ -10,9 +11,6 @@
 //!   reads);
 //! - its validators compile a literal regular expression given to `matches`,
 //!   `find` or `findAll`.
-//!
-//! Kyverno's environment does neither: a MutatingPolicy fails such an
-//! expression when it runs, as it does here.
 
 use std::sync::Arc;
 
@@ -99,7 +97,7 @@ impl Folder {
                         self.failed = Some((
                             expr.id,
                             format!(
-                                "`{}()` of a constant fails ({why}); Kubernetes evaluates it when the policy is created (cel-go's optimizer) and refuses the policy",
+                                "`{}()` of a constant fails ({why}); cel-go's optimizer evaluates it when the policy is created and Kubernetes and Kyverno refuse the policy",
                                 call.func_name
                             ),
                         ));
@@ -123,7 +121,7 @@ impl Folder {
             self.failed = Some((
                 argument.id,
                 format!(
-                    "invalid {function} argument: {why}; Kubernetes compiles a literal pattern when the policy is created"
+                    "invalid {function} argument: {why}; Kubernetes and Kyverno compile a literal pattern when the policy is created"
                 ),
             ));
         }
@@ -149,10 +147,10 @@ mod tests {
     use crate::testing::cel_libraries::policy_loads as loads;
 
     #[test]
-    fn kubernetes_refuses_failing_conversions_of_constants_when_the_policy_is_created() {
-        // kube-apiserver v0.37.2's compiler (the Kubernetes judge): each is a
-        // compile error, "program instantiation failed" or a validator's
-        // "invalid ... argument", reached or not.
+    fn failing_conversions_of_constants_refuse_the_policy_when_it_is_created() {
+        // kube-apiserver v0.37.2's compiler (the Kubernetes judge) and
+        // Kyverno v1.19.1's: each is a compile error, "program instantiation
+        // failed" or a validator's "invalid ... argument", reached or not.
         for expression in [
             "int(1e308)",
             "true ? 1 : int(1e308)",
@@ -172,15 +170,14 @@ mod tests {
             "'abc'.find('[')",
             "'abc'.findAll('(', 1)",
         ] {
-            let refused = loads("MutatingAdmissionPolicy", expression).unwrap_err();
-            assert!(
-                refused.contains("Kubernetes evaluates it when the policy is created")
-                    || refused.contains("Kubernetes compiles a literal pattern"),
-                "{expression}: {refused}"
-            );
-            // Kyverno's environment has no optimizer and no validators: it
-            // fails these when they run.
-            assert_eq!(loads("MutatingPolicy", expression), Ok(()), "{expression}");
+            for kind in ["MutatingAdmissionPolicy", "MutatingPolicy"] {
+                let refused = loads(kind, expression).unwrap_err();
+                assert!(
+                    refused.contains("cel-go's optimizer evaluates it when the policy is created")
+                        || refused.contains("compile a literal pattern"),
+                    "{kind}: {expression}: {refused}"
+                );
+            }
         }
         for expression in [
             "string(dyn(1.5))",
@@ -198,7 +195,7 @@ mod tests {
         }
         assert_eq!(
             loads("MutatingAdmissionPolicy", "1 + int('x')"),
-            Err("settings.spec.variables[0].expression: line 1, column 5: `int()` of a constant fails (Error executing function 'int': string parse error: invalid digit found in string); Kubernetes evaluates it when the policy is created (cel-go's optimizer) and refuses the policy".into())
+            Err("settings.spec.variables[0].expression: line 1, column 5: `int()` of a constant fails (Error executing function 'int': string parse error: invalid digit found in string); cel-go's optimizer evaluates it when the policy is created and Kubernetes and Kyverno refuse the policy".into())
         );
     }
 }

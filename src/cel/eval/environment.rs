@@ -18,6 +18,9 @@ use crate::cel::program::library_use::Libraries;
 /// libraries asked for, and the struct types its expressions construct.
 pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env {
     let mut env = Env::stdlib();
+    // cel-go builds a map literal entry by entry: a repeated key keeps its
+    // last value, and `1` and `1u` are two keys.
+    env.set_error_on_duplicate_map_keys(false);
     libraries::double_text::register(&mut env);
     // The extensions and functions below are declared once each, in an
     // environment that starts empty of them: a clash is a bug found by the
@@ -337,6 +340,18 @@ mod tests {
             eval("[{'name': 'x'}, {'name': 'y'}].map(c, c.name).indexOf('y')"),
             Ok(Value::Int(1))
         );
+    }
+
+    #[test]
+    fn a_repeated_map_key_keeps_its_last_value() {
+        // kube-apiserver v0.37.2 and Kyverno v1.19.1 answer these so.
+        assert_eq!(eval("{'a': 1, 'a': 2}['a']"), Ok(Value::Int(2)));
+        assert_eq!(eval("size({'a': 1, 'b': 2, 'a': 3})"), Ok(Value::Int(2)));
+        assert_eq!(
+            eval("{'a': 1, ?'a': optional.none()}['a'] + {'a': 1, ?'a': optional.of(5)}['a']"),
+            Ok(Value::Int(6))
+        );
+        assert_eq!(eval("size({dyn(1): 'a', dyn(1u): 'b'})"), Ok(Value::Int(2)));
     }
 
     #[test]

@@ -117,11 +117,12 @@ const LISTS: &[&str] = &[
 
 impl Libraries {
     /// Readies a parsed expression to run in an environment with these
-    /// libraries: `string(double)` as cel-go writes it, `format` as
+    /// libraries: what cel-go's optimizer folds, `string(double)` as cel-go writes it, `format` as
     /// Kubernetes' and Kyverno's strings library writes it, and, where the
     /// policy uses time, the operators over timestamps and durations, which
     /// are opaque to the crate's own.
     pub fn prepare(self, expression: &mut IdedExpr) {
+        crate::cel::program::optimizer::fold_empty_membership(expression);
         crate::cel::libraries::double_text::rewrite(expression);
         let renames = [
             self.strings

@@ -9,6 +9,7 @@
 pub(crate) mod comprehensions;
 pub mod library_use;
 pub mod names;
+pub mod optimizer;
 
 use std::collections::{BTreeMap, BTreeSet};
 
