@@ -35,12 +35,26 @@ BASE_SECONDS, SECONDS_PER_CASE = 600, 0.5
 CRASHES = {"crash", "timeout"}
 
 
+def as_line(case):
+    """A case as one JSON line, in UTF-8 rather than `\\u` escapes: Kyverno's
+    CLI loader reads a policy's JSON as YAML, whose `\\u` escapes cannot be
+    the surrogate pairs JSON writes a character past U+FFFF as (an emoji in
+    an expression), where a user's YAML or JSON reaches Kyverno's webhook
+    decoded. A string no UTF-8 can hold (a lone surrogate) keeps its escape."""
+    text = json.dumps(case, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return json.dumps(case)
+
+
 def run_lines(command, cases, env=None):
     """Feeds cases (JSON lines) to `command`, returns its answers by id. A
     process that fails or outlasts its time limit fails the run."""
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as f:
         for case in cases:
-            f.write(json.dumps(case) + "\n")
+            f.write(as_line(case) + "\n")
         path = f.name
     try:
         limit = BASE_SECONDS + SECONDS_PER_CASE * len(cases)
