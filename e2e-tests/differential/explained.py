@@ -120,6 +120,15 @@ def mutation(case, reference, ours):
     (rename_words, rename), (metadata_words, metadata) = DECIDED_AT_ADMISSION
     if reference.get("status") == "invalid" and re.search(metadata_words, said):
         return metadata
+    # A key one mutation writes and a later one moves or removes: the policy
+    # checks each mutation's object, kube-apiserver only the last.
+    invalid_keys = set(re.findall(r'(?:label|annotation) "([^"]+)" is not a valid key', said))
+    final = (reference.get("object") or {}).get("metadata") or {}
+    if reference.get("status") == "patched" and invalid_keys and ours.get("accepted") \
+            and len((case["policy"].get("spec") or {}).get("mutations") or []) > 1 \
+            and not invalid_keys & (set(final.get("labels") or {}) | set(final.get("annotations") or {})):
+        return ("a label or annotation key the API server would refuse fails the mutation that writes it, "
+                "though a later one moves or removes it before kube-apiserver validates the object")
     if reference.get("status") in ("patched", "invalid") and re.search(rename_words, said) and \
             identity(reference.get("object")) != identity(case["object"]):
         return rename
