@@ -541,9 +541,13 @@ def policy_outcome(case, mine):
 def run_kyverno(judge, cases, wasm, report):
     """A Kyverno judge: each case through Kyverno's engine and policy.wasm."""
     tally = Tally(judge)
+    # Kyverno's engine is given the user the policy's AdmissionRequest names
+    # (the CLI's user info), so `request.userInfo` reads the same on both sides.
     reference = kyverno_oracle([{"id": c["id"], "policy": c["policy"], "policies": c.get("exceptions") or [],
                                  "resources": c.get("resources") or [], "resource": c["object"],
-                                 "operation": c["operation"]} for c in cases])
+                                 "operation": c["operation"],
+                                 "user_info": {"userInfo": generate.admission_request(c)["userInfo"]}}
+                                for c in cases])
     ours = policy_wasm(policy_requests(cases), wasm)
     refused = refused_by_api_server(cases, {c["id"]: kyverno_outcome(c, reference[c["id"]])[1] for c in cases})
     for case in cases:
