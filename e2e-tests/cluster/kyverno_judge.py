@@ -533,8 +533,11 @@ class KyvernoSide:
                 kyverno_controllers.wait(lambda: self.covered(needed), 30, f"{case.name} webhooks", interval=0.3)
             except TimeoutError:
                 notes.append(f"Kyverno's webhooks do not cover {needed} after 30 s")
-        # The API server picks the updated webhook configuration up from its informer.
-        time.sleep(1.5)
+        # The API server picks the updated webhook configuration up from its
+        # informer, and Kyverno's webhook the policy from its own: 1.5 s was
+        # short under CI's load (a Binding policy was then applied in one run
+        # and not in another, and once left a difference unexplained).
+        time.sleep(4.0)
         out = self.sides.workloads(case, k_ns, settle=(lambda: self.settle_background()) if has_targets(doc) else None)
         self.admin.delete(item)
         kyverno_controllers.wait(lambda: not self.admin.exists(item), 60, f"{case.name} deleted")
