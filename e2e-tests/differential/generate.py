@@ -396,7 +396,8 @@ class Gen:
                          {"name": "b", "expression": "variables.a"}]
         t = self.pick(["int", "uint", "double", "string", "bool", "bytes", "list", "map", "duration",
                        "timestamp", "dyn", "bool", "string", "int"])
-        case = {"id": f"cel-{i}", "op": "cel", "expression": self.expr(t, self.r.randint(1, 4)),
+        expression = self.costly() if self.chance(0.01) else self.expr(t, self.r.randint(1, 4))
+        case = {"id": f"cel-{i}", "op": "cel", "expression": expression,
                 "variables": variables, "object": obj,
                 "resource": {"group": group, "version": version, "resource": resource},
                 "subResource": sub, "operation": "CREATE",
@@ -406,6 +407,25 @@ class Gen:
         if kind == "node":
             case["namespace"] = None
         return case
+
+    def costly(self):
+        """An expression whose cost in cel-go's runtime cost model is near
+        Kubernetes' limit of 1,000,000 (some above it), or large."""
+        r = self.r.randint
+        check = "authorizer.group('').resource('pods').namespace('default').check('{}').allowed()"
+        checks = [check.format(verb) for verb in ["get", "list", "watch"][:r(2, 3)]]
+        return self.pick([
+            f"lists.range({r(69000, 73000)}).map(x, x).size()",
+            f"lists.range({r(93000, 98000)}).filter(x, x % 2 == 0).size()",
+            f"lists.range({r(690, 720)}).sort().size()",
+            f"lists.range({r(690, 720)}).distinct().size()",
+            f"lists.range({r(50, 120)}).map(x, lists.range({r(50, 120)}).map(y, x * y)).size()",
+            f"lists.range({r(1000, 20000)}).map(x, 'abcdefghij').join('').size()",
+            f"lists.range({r(100, 2000)}).map(x, string(x)).join(',').contains('99')",
+            f"lists.range({r(1000, 20000)}).map(x, x).sum()",
+            f"lists.range({r(1000, 20000)}).filter(x, x % 7 == 0).exists_one(x, x == 49)",
+            f"[{', '.join(checks)}].size()",
+        ])
 
     # ---- MutatingAdmissionPolicy mutations ------------------------------
 

@@ -165,6 +165,10 @@ def compare_cel(case, reference, ours):
         my_class, my_value = verdict(mine, in_json)
         if (ref_class, ref_value) != (my_class, my_value):
             diffs.append((path, f"{ref_class}->{my_class}", {"reference": reference, "policy": mine}))
+        # Where both give a value, what it cost in cel-go's runtime cost
+        # model, on the paths that count every expression's cost.
+        elif ref_class == "value" and "cost" in mine and mine["cost"] != reference.get("cost"):
+            diffs.append((path, "cost", {"reference": reference.get("cost"), "policy": mine["cost"]}))
     return diffs
 
 
@@ -239,13 +243,18 @@ def as_served(cases):
     """Each case's object as the API server would hold it (decoded into its
     type and encoded back: empty maps and lists left out, for one): both
     sides see that."""
-    answers = oracle([{"id": c["id"], "op": "normalize", "object": c["object"]} for c in cases])
+    answers = oracle([{"id": c["id"], "op": "normalize", "object": c["object"]} for c in cases]
+                     + [{"id": c["id"] + "#namespace", "op": "normalize", "object": c["namespace"]}
+                        for c in cases if c.get("namespace")])
     served = []
     for case in cases:
         answer = answers.get(case["id"], {})
         if answer.get("status") == "timeout":
             raise SystemExit(f"{case['id']}: the Kubernetes judge did not decode its object in time ({answer})")
         if answer.get("status") == "normalized":
+            namespace = answers.get(case["id"] + "#namespace", {})
+            if namespace.get("status") == "normalized":
+                case = dict(case, namespace=namespace["object"])
             served.append(dict(case, object=answer["object"]))
     return served
 
@@ -316,8 +325,11 @@ def run_cel_cases(cases, report):
     tally = Tally("cel")
     reference = oracle(cases)
     ours = policy_cel(cases)
+    costs = []
     for case in cases:
         ref, mine = reference[case["id"]], ours[case["id"]]
+        if ref.get("status") == "value" and "cost" in mine.get("crate_evaluator", {}):
+            costs.append(ref.get("cost") or 0)
         statuses = {ref.get("status")} | {answer.get("status") for answer in mine.values()}
         if statuses - {"value", "eval_error", "compile_error", "not_reached"} or not mine:
             tally.crash("/".join(sorted(map(str, statuses))), case)
@@ -347,7 +359,10 @@ def run_cel_cases(cases, report):
             report(f"            cel-go: {json.dumps(ref)[:300]}")
             for path in PATHS:
                 report(f"            {path}: {json.dumps(mine[path])[:300]}")
-    return tally.result()
+    result = tally.result()
+    result["costs"] = {"compared": len(costs), "above 100,000": sum(c > 100_000 for c in costs),
+                       "largest": max(costs, default=0)}
+    return result
 
 
 def smaller_policies(case):
@@ -596,6 +611,10 @@ def main():
     for r in results:
         print(f"{r['judge']}: {r['cases']} cases, {r['agreements']} agreements ({percent(r['agreements'], r['cases'])}),"
               f" {r['differences']} differences, {r['unexplained']} unexplained ({r['seconds']:.0f} s)")
+        if "costs" in r:
+            costs = r["costs"]
+            print(f"  runtime cost (cel-go's model) compared where both give a value: {costs['compared']} cases,"
+                  f" {costs['above 100,000']} above 100,000, the largest {costs['largest']}")
         if r["judge"] != "cel":
             informative = r["cases"] - r["unrestricted"] - r["refused"]
             print(f"  informative: {informative} ({percent(informative, r['cases'])}) drawn from inputs both sides"

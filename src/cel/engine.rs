@@ -116,9 +116,9 @@ pub(crate) fn admitted<'a>(
     // Paths in the settings are for messages: made only when one is needed.
     for (i, condition) in policy.spec.match_conditions.iter().enumerate() {
         let at = || format!("{}.spec.matchConditions[{i}]", policy.at);
-        if !condition_holds(evaluation, &condition.expression, at)
-            .map_err(|why| format!("matchConditions[{i}] ({:?}): {why}", condition.name))?
-        {
+        let holds = condition_holds(evaluation, &condition.expression, at);
+        let holds = evaluation.condition_within_budget().and(holds);
+        if !holds.map_err(|why| format!("matchConditions[{i}] ({:?}): {why}", condition.name))? {
             return Ok(false);
         }
     }

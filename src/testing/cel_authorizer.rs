@@ -24,10 +24,21 @@ const AUTHENTICATED: &[&str] = &["system:authenticated"];
 
 /// A MutatingAdmissionPolicy: Kyverno's MutatingPolicy has no authorizer.
 fn policy(annotations: &str) -> Value {
+    policy_with(&[], annotations)
+}
+
+/// [`policy`] with variables: each is a program of its own, under its own
+/// cost limit (an authorizer check costs 350,000 of 1,000,000).
+fn policy_with(variables: &[(&str, String)], annotations: &str) -> Value {
+    let variables: Vec<Value> = variables
+        .iter()
+        .map(|(name, expression)| json!({"name": name, "expression": expression}))
+        .collect();
     json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
         "metadata": {"name": "m"}, "spec": {"reinvocationPolicy": "Never",
         "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
             "operations": ["CREATE"], "resources": ["pods/binding"]}]},
+        "variables": variables,
         "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
             format!("Object{{metadata: Object.metadata{{annotations: {annotations}}}}}")}}]}})
 }
@@ -53,16 +64,31 @@ fn checks_ask_the_host_once_each_for_the_requests_user() {
             json!({"allowed": false, "evaluationError": "webhook unreachable"}),
         );
     let check = "authorizer.group('').resource('pods').subresource('binding').namespace(object.metadata.namespace).check('create')";
+    let sa_check =
+        "authorizer.serviceAccount('ops', 'placer').group('').resource('nodes').check('get')";
+    let variables = [
+        ("allowed", format!("string({check}.allowed())")),
+        ("again", format!("string({check}.allowed())")),
+        ("reason", format!("{check}.reason()")),
+        ("sa", format!("string({sa_check}.errored())")),
+        ("sa_error", format!("{sa_check}.error()")),
+        (
+            "request",
+            "string(authorizer.requestResource.check('create').errored())".into(),
+        ),
+        (
+            "request_error",
+            "authorizer.requestResource.check('create').error()".into(),
+        ),
+    ];
     let response = run_on(
         request("binding.json"),
-        policy(&format!(
-            "{{'allowed': string({check}.allowed()), 'again': string({check}.allowed()), \
-             'reason': {check}.reason(), \
-             'sa': string(authorizer.serviceAccount('ops', 'placer').group('').resource('nodes').check('get').errored()), \
-             'sa-error': authorizer.serviceAccount('ops', 'placer').group('').resource('nodes').check('get').error(), \
-             'request': string(authorizer.requestResource.check('create').errored()), \
-             'request-error': authorizer.requestResource.check('create').error()}}"
-        )),
+        policy_with(
+            &variables,
+            "{'allowed': variables.allowed, 'again': variables.again, 'reason': variables.reason, \
+             'sa': variables.sa, 'sa-error': variables.sa_error, 'request': variables.request, \
+             'request-error': variables.request_error}",
+        ),
         &table,
     );
     let object = response.mutated_object.unwrap_or_default();
@@ -98,17 +124,49 @@ fn checks_ask_the_host_once_each_for_the_requests_user() {
 
 #[test]
 fn checks_count_in_the_bound_on_host_reads() {
+    // One check a variable: three in one expression pass the cost limit.
+    let variables: Vec<(&str, String)> = (1..=17)
+        .map(|i| {
+            let name: &str = [
+                "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+                "v14", "v15", "v16", "v17",
+            ][i - 1];
+            (
+                name,
+                format!("authorizer.group('').resource('r{i}').check('get').allowed()"),
+            )
+        })
+        .collect();
+    let read: Vec<String> = (1..=17).map(|i| format!("variables.v{i}")).collect();
     let response = run_on(
         request("binding.json"),
-        policy(
-            "{'n': string([1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17].filter(i, \
-             authorizer.group('').resource('r' + string(i)).check('get').allowed()).size())}",
+        policy_with(
+            &variables,
+            &format!("{{'n': string([{}].filter(b, b).size())}}", read.join(", ")),
         ),
         &FakeCluster::default(),
     );
     assert!(!response.accepted);
     let message = response.message.unwrap_or_default();
     assert!(message.contains("more than 16"), "{message}");
+}
+
+#[test]
+fn three_checks_in_one_expression_pass_the_cost_limit() {
+    // kube-apiserver charges each check 350,000 and stops an expression
+    // past 1,000,000.
+    let check = "authorizer.group('').resource('pods').namespace('default').check('{}').allowed()";
+    let checks: Vec<String> = ["get", "list", "watch"]
+        .iter()
+        .map(|verb| check.replace("{}", verb))
+        .collect();
+    let response = run_on(
+        request("binding.json"),
+        policy(&format!("{{'n': string([{}].size())}}", checks.join(", "))),
+        &FakeCluster::default(),
+    );
+    let message = response.message.unwrap_or_default();
+    assert!(message.contains("actual cost limit exceeded"), "{message}");
 }
 
 #[test]
@@ -142,6 +200,72 @@ fn what_can_i_cannot_ask_is_refused_at_load() {
     let message = response.message.unwrap_or_default();
     assert!(
         message.contains("Invalid service account namespace"),
+        "{message}"
+    );
+}
+
+/// A MutatingAdmissionPolicy whose one mutation reads `variables` variables
+/// and which has `conditions` matchConditions, each of them two checks
+/// (700,004 in cel-go's runtime cost model).
+fn costly_policy(variables: usize, conditions: usize) -> Value {
+    let checks = "[authorizer.group('').resource('pods').check('get').allowed(), \
+                  authorizer.group('').resource('pods').check('list').allowed()].size()";
+    let names: Vec<String> = (0..variables).map(|i| format!("v{i}")).collect();
+    let read: Vec<String> = names
+        .iter()
+        .map(|name| format!("variables.{name}"))
+        .collect();
+    let sum = if read.is_empty() {
+        "0".to_string()
+    } else {
+        read.join(" + ")
+    };
+    let variables: Vec<(&str, String)> = names
+        .iter()
+        .map(|name| (name.as_str(), checks.to_string()))
+        .collect();
+    let mut policy = policy_with(&variables, &format!("{{'n': string({sum})}}"));
+    policy["spec"]["matchConditions"] = (0..conditions)
+        .map(|i| json!({"name": format!("m{i}"), "expression": format!("{checks} > 0")}))
+        .collect();
+    policy
+}
+
+#[test]
+fn a_mutation_and_the_variables_it_reads_share_kube_apiservers_budget() {
+    // kube-apiserver v0.37.2 admits 14 such variables and stops at 15:
+    // 10,000,000 for a mutation with the variables it reads.
+    let run = |variables| {
+        run_on(
+            request("binding.json"),
+            costly_policy(variables, 0),
+            &FakeCluster::default(),
+        )
+    };
+    let within = run(14);
+    assert!(within.accepted, "{:?}", within.message);
+    let past = run(15);
+    assert!(!past.accepted);
+    let message = past.message.unwrap_or_default();
+    assert!(message.contains("running out of cost budget"), "{message}");
+}
+
+#[test]
+fn match_conditions_share_kube_apiservers_budget() {
+    // 2,500,000 for a policy's matchConditions together.
+    let run = |conditions| {
+        run_on(
+            request("binding.json"),
+            costly_policy(0, conditions),
+            &FakeCluster::default(),
+        )
+    };
+    let within = run(3);
+    assert!(within.accepted, "{:?}", within.message);
+    let past = run(4);
+    let message = past.message.unwrap_or_default();
+    assert!(
+        !past.accepted && message.contains("running out of cost budget"),
         "{message}"
     );
 }

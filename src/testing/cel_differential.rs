@@ -74,10 +74,18 @@ fn probe(payload: &[u8], cluster: &FakeCluster, evaluators: Evaluators) -> Optio
     // The direct evaluator's answers are JSON, which has one kind of number:
     // the runner compares them in JSON's terms.
     let json = answer.is_ok() && direct_answered;
-    Some(match answer {
+    let mut answer = match answer {
         Ok(value) => json!({"status": "value", "value": value, "json": json}),
         Err(why) => json!({"status": "eval_error", "message": why}),
-    })
+    };
+    // What the case's variables (its expression is one) cost in cel-go's
+    // runtime cost model, when every expression counts it.
+    if evaluators.count_every_cost
+        && let Some(fields) = answer.as_object_mut()
+    {
+        fields.insert("cost".into(), json!(evaluation.variables_cost()));
+    }
+    Some(answer)
 }
 
 /// A value from the direct evaluator, which answers in JSON: numbers that
@@ -228,6 +236,7 @@ fn with_paths(direct: bool, subset_parser: bool, case: &Value) -> Value {
     let evaluators = Evaluators {
         subset_parser,
         direct,
+        count_every_cost: !direct,
     };
     std::panic::catch_unwind(|| answer(case, evaluators))
         .unwrap_or_else(|_| json!({"status": "panic"}))

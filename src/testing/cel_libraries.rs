@@ -58,6 +58,30 @@ pub fn eval(source: &str) -> Result<Value, ExecutionError> {
     context.resolve(&compiled.expression)
 }
 
+/// What `source` costs in cel-go's runtime cost model, run with `object`
+/// as `object`; `Err`: why it failed (past the limit, the limit's message).
+pub fn cost(source: &str, object: &serde_json::Value) -> Result<u64, String> {
+    use crate::cel::libraries::{cost_tracker, runtime_cost};
+    let libraries = libraries_for_source(source);
+    let env = Arc::new(runtime_env(&BTreeSet::new(), libraries));
+    let mut compiled = crate::cel::program::compile(source, "e")?;
+    libraries.prepare_counting(&mut compiled.expression, true);
+    let mut context = ::cel::Context::with_env(env);
+    let object: Box<dyn ::cel::common::value::Val> =
+        crate::cel::libraries::values::from_json(object)
+            .try_into()
+            .map_err(|e: ExecutionError| e.to_string())?;
+    context.add_variable_as_val("object", object);
+    cost_tracker::clear();
+    runtime_cost::clear();
+    let outcome = context.resolve(&compiled.expression);
+    if let Some(why) = cost_tracker::failed() {
+        return Err(why.to_string());
+    }
+    outcome.map_err(|e| e.to_string())?;
+    Ok(runtime_cost::spent())
+}
+
 /// Checks each `(expression, expected)`; `None` expects an error.
 pub fn table(cases: &[(&str, Option<Value>)]) {
     for (source, expected) in cases {

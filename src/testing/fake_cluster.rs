@@ -152,6 +152,7 @@ pub(crate) fn run_on(request: Value, settings: Value, table: &FakeCluster) -> Va
     let crate_only = Evaluators {
         subset_parser: true,
         direct: false,
+        count_every_cost: true,
     };
     let by_crate = crate::decide_with(&payload, &copy, &copy, crate_only).into_response();
     assert_eq!(

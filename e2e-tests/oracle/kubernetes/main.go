@@ -89,6 +89,9 @@ type answer struct {
 	Object  any      `json:"object,omitempty"`
 	Errors  []string `json:"errors,omitempty"`
 	Message string   `json:"message,omitempty"`
+	// Cost is what the evaluation spent in cel-go's runtime cost model:
+	// the expression's and the variables' it read.
+	Cost *int64 `json:"cost,omitempty"`
 }
 
 // anyExpression is an expression of any result type.
@@ -357,18 +360,19 @@ func evaluate(c *caseIn) answer {
 	request := plugincel.CreateAdmissionRequest(versioned.Attributes, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(versioned.VersionedKind))
 	ctx := compiler.CreateContext(context.Background())
 	bindings := plugincel.OptionalVariableBindings{VersionedParams: params, Authorizer: allowAll{}}
-	result, _, err := evaluator.ForInput(ctx, versioned, request, bindings, namespace, celconfig.RuntimeCELCostBudget)
+	result, remaining, err := evaluator.ForInput(ctx, versioned, request, bindings, namespace, celconfig.RuntimeCELCostBudget)
 	if err != nil {
 		return answer{Status: "eval_error", Message: err.Error()}
 	}
+	cost := celconfig.RuntimeCELCostBudget - remaining
 	if result.Error != nil {
-		return answer{Status: "eval_error", Message: result.Error.Error()}
+		return answer{Status: "eval_error", Message: result.Error.Error(), Cost: &cost}
 	}
 	value, err := typedValue(result.EvalResult)
 	if err != nil {
 		return answer{Status: "eval_error", Message: err.Error()}
 	}
-	return answer{Status: "value", Value: value}
+	return answer{Status: "value", Value: value, Cost: &cost}
 }
 
 func mutate(c *caseIn) answer {

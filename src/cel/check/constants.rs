@@ -18,21 +18,9 @@ use ::cel::common::ast::{EntryExpr, Expr, IdedExpr};
 
 use crate::cel::eval::environment::runtime_env;
 use crate::cel::program::library_use::Libraries;
+use crate::cel::program::metering::CONVERSIONS;
 use crate::cel::program::positions;
 use crate::cel::syntax::ast::children;
-
-const CONVERSIONS: [&str; 10] = [
-    "int",
-    "uint",
-    "double",
-    "string",
-    "bytes",
-    "bool",
-    "duration",
-    "timestamp",
-    "dyn",
-    "type",
-];
 
 /// The first constant conversion or literal pattern in `expr` that fails,
 /// as a message with the line and column where it stands in `source`.

@@ -26,9 +26,7 @@ use ::cel::common::ast::{Expr, LiteralValue, operators};
 
 use crate::cel::check::type_check::{self, FunctionNames};
 use crate::cel::check::types::{self, Ty};
-use crate::cel::libraries::cost_tracker::{
-    FLATTEN_WITHIN_COST, TRACKED, TRACKED_FAILED, TRACKED_VALUE,
-};
+use crate::cel::libraries::cost_tracker::{FLATTEN_DEPTH, TRACKED, TRACKED_FAILED, TRACKED_VALUE};
 use crate::cel::libraries::lists::{ITEM_TYPES, SUMMABLE, TYPED, typed_name};
 use crate::cel::policy::CelPolicy;
 use crate::cel::program::Compiled;
@@ -128,7 +126,7 @@ fn track_arguments(expr: &mut IdedExpr, nodes: &HashMap<u64, Ty>, kyverno: bool,
             ("distinct", Some(list), []) => track(list, b),
             ("flatten", Some(_), [depth]) => {
                 track(depth, b);
-                call.func_name = FLATTEN_WITHIN_COST.to_string();
+                call.func_name = FLATTEN_DEPTH.to_string();
             }
             _ => {}
         },

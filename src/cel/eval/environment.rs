@@ -22,6 +22,7 @@ pub fn runtime_env(struct_names: &BTreeSet<String>, libraries: Libraries) -> Env
     // last value, and `1` and `1u` are two keys.
     env.set_error_on_duplicate_map_keys(false);
     libraries::double_text::register(&mut env);
+    libraries::runtime_cost::register(&mut env);
     // The extensions and functions below are declared once each, in an
     // environment that starts empty of them: a clash is a bug found by the
     // first test, never by input.

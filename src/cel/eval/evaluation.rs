@@ -18,7 +18,7 @@ use crate::cel::eval::environment;
 use crate::cel::eval::request::{CelRequest, Evaluated, describe};
 use crate::cel::libraries::host_reads::{READ_PENDING, ResourceCall};
 use crate::cel::libraries::values::from_json;
-use crate::cel::libraries::{authorizer, cost_tracker};
+use crate::cel::libraries::{authorizer, cost_tracker, runtime_cost};
 use crate::cel::policy::CelPolicy;
 use crate::cel::policy::exception::CelException;
 use crate::cel::program::{self, Compiled};
@@ -57,7 +57,24 @@ pub(crate) struct Evaluation<'a> {
     exceptions_bound: bool,
     /// What `resource.Get` reads of fetched objects, once worked out.
     resource_reach: Option<ResourceReach>,
+    /// What each variable computed so far cost, in cel-go's runtime cost
+    /// model (0 where it is not counted: it cannot come near the limit).
+    variable_costs: BTreeMap<String, u64>,
+    /// What the last expression run by the crate cost.
+    last_cost: u64,
+    /// What the `matchConditions` evaluated so far cost.
+    conditions_cost: u64,
 }
+
+/// kube-apiserver's budget for one mutation of a MutatingAdmissionPolicy:
+/// its expression and the variables it reads (`RuntimeCELCostBudget`).
+pub(crate) const MUTATION_BUDGET: u64 = 10_000_000;
+/// kube-apiserver's budget for a policy's `matchConditions` together
+/// (`RuntimeCELCostBudgetMatchConditions`).
+pub(crate) const MATCH_CONDITIONS_BUDGET: u64 = 2_500_000;
+/// kube-apiserver's words past a budget.
+pub(crate) const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
 
 fn bind(context: &mut Context, name: &str, value: CelValue) -> Result<(), String> {
     let value: Box<dyn Val> = value
@@ -84,7 +101,59 @@ impl<'a> Evaluation<'a> {
             exceptions: None,
             exceptions_bound: false,
             resource_reach: None,
+            variable_costs: BTreeMap::new(),
+            last_cost: 0,
+            conditions_cost: 0,
         }
+    }
+
+    /// What the variables computed so far cost, in cel-go's runtime cost
+    /// model (the differential test compares it with cel-go's).
+    #[cfg(test)]
+    pub(crate) fn variables_cost(&self) -> u64 {
+        self.variable_costs.values().sum()
+    }
+
+    /// What a MutatingAdmissionPolicy's last expression and the variables
+    /// it reads (through other variables too) cost; `Err` past `budget`, as
+    /// kube-apiserver stops there. Kyverno's engine has no such budget.
+    fn within_budget(&mut self, compiled: &Compiled, budget: u64) -> Result<(), String> {
+        if self.policy.kind.is_kyverno() {
+            return Ok(());
+        }
+        let mut seen = BTreeSet::new();
+        let mut pending: Vec<String> = compiled.variables.iter().cloned().collect();
+        let mut total = self.last_cost;
+        while let Some(name) = pending.pop() {
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            let own = self.variable_expression(&name).ok();
+            // A variable the direct evaluator answered: the most it costs.
+            let cost = self.variable_costs.get(&name).copied();
+            let cost = cost.or_else(|| own.as_ref().and_then(|own| own.cost_bound));
+            total = total.saturating_add(cost.unwrap_or(0));
+            if let Some(own) = own {
+                pending.extend(own.variables.iter().cloned());
+            }
+        }
+        if total > budget {
+            return Err(OUT_OF_BUDGET.to_string());
+        }
+        Ok(())
+    }
+
+    /// Adds what the last `matchConditions` expression cost to what those
+    /// before it cost; `Err` past kube-apiserver's budget for them.
+    pub(in crate::cel) fn condition_within_budget(&mut self) -> Result<(), String> {
+        if self.policy.kind.is_kyverno() {
+            return Ok(());
+        }
+        self.conditions_cost = self.conditions_cost.saturating_add(self.last_cost);
+        if self.conditions_cost > MATCH_CONDITIONS_BUDGET {
+            return Err(OUT_OF_BUDGET.to_string());
+        }
+        Ok(())
     }
 
     /// The crate's context, made on first use.
@@ -139,6 +208,7 @@ impl<'a> Evaluation<'a> {
             return Ok(());
         }
         self.variables.clear();
+        self.variable_costs.clear();
         self.direct_variables.clear();
         match &mut self.context {
             Some(context) => bind(context, "object", from_json(&self.object)),
@@ -166,7 +236,7 @@ impl<'a> Evaluation<'a> {
             None => {
                 let mut compiled =
                     program::compile_at(source, &Deferred(at), self.policy.evaluators)?;
-                self.policy.prepare(&mut compiled.expression);
+                compiled.cost_bound = self.policy.prepare(&mut compiled.expression);
                 Rc::new(compiled)
             }
         };
@@ -194,10 +264,13 @@ impl<'a> Evaluation<'a> {
         at: impl Fn() -> String,
     ) -> Result<Evaluated, String> {
         let compiled = self.policy.program(position).ok_or_else(at)??;
-        self.evaluate_parsed(&compiled)
+        let evaluated = self.evaluate_parsed(&compiled)?;
+        self.within_budget(&compiled, MUTATION_BUDGET)?;
+        Ok(evaluated)
     }
 
     fn evaluate_parsed(&mut self, compiled: &Compiled) -> Result<Evaluated, String> {
+        self.last_cost = compiled.cost_bound.unwrap_or(0);
         if let Some(value) = self.direct(compiled) {
             return Ok(Evaluated::Json(value));
         }
@@ -295,7 +368,9 @@ impl<'a> Evaluation<'a> {
             self.prepare(&own, depth + 1)?;
             // A failure is named by the variable where it happened; those
             // reading it carry that name on.
-            let value = self.execute(&own).map_err(|why| {
+            let value = self.execute(&own);
+            self.variable_costs.insert(name.clone(), self.last_cost);
+            let value = value.map_err(|why| {
                 if why.starts_with("variables.") {
                     why
                 } else {
@@ -416,7 +491,9 @@ impl<'a> Evaluation<'a> {
                 context.add_variable_as_val("image", Box::new(images.clone()));
             }
             cost_tracker::clear();
+            runtime_cost::clear();
             let outcome = context.resolve(&compiled.expression);
+            self.last_cost = compiled.cost_bound.unwrap_or_else(runtime_cost::spent);
             let tracked_failure = cost_tracker::failed();
             let wanted = libraries.wanted();
             let error = match (outcome, tracked_failure) {

@@ -52,12 +52,12 @@ pub(crate) fn clear() {
 
 /// Why the expression fails since [`clear`], if it does: a tracked
 /// argument failed ([`FAILURE`]) or the cost limit was passed
-/// ([`COST_LIMIT`]).
+/// ([`super::runtime_cost::COST_LIMIT`]).
 pub(crate) fn failed() -> Option<&'static str> {
     TRACKING.with_borrow(|tracking| tracking.failed)
 }
 
-fn fail(why: &'static str) {
+pub(crate) fn fail(why: &'static str) {
     TRACKING.with_borrow_mut(|tracking| {
         tracking.failed.get_or_insert(why);
     });
@@ -68,27 +68,13 @@ pub(crate) const FAILURE: &str = "internal error: a list given to sort(), distin
      or the depth given to flatten(), failed to evaluate (kube-apiserver's and Kyverno's cost \
      tracking then fail the whole expression; && and || do not absorb it)";
 
-/// `flatten(depth)` as both run it under their cost limit: cel-go's lists
-/// extension (version 3, theirs) charges it the list's size times the depth,
-/// plus 11, and both stop an expression whose cost passes 1,000,000
-/// (Kubernetes' `PerCallLimit`). That charge alone is checked here (the
-/// rest of the expression's cost is not counted): `[[1], [2]].flatten(600000)`
-/// fails as there. The check layer renames `flatten(depth)` to this.
-pub(crate) const FLATTEN_WITHIN_COST: &str = "@flatten_within_cost";
+/// `flatten(depth)`, under a name of its own so that its depth can be
+/// tracked (above); its cost is counted with the rest of the expression's
+/// ([`super::runtime_cost`]): `[[1], [2]].flatten(600000)` passes the limit
+/// as there. The check layer renames `flatten(depth)` to this.
+pub(crate) const FLATTEN_DEPTH: &str = "@flatten_depth";
 
-/// The message an expression fails with past the cost limit.
-pub(crate) const COST_LIMIT: &str = "operation cancelled: actual cost limit exceeded (cel-go charges flatten(depth) the list's size times the depth; Kubernetes and Kyverno stop an expression past 1,000,000)";
-
-/// What cel-go charges `flatten(depth)` over `size` items (a negative depth
-/// counts as 1).
-fn flatten_cost(size: usize, depth: i64) -> f64 {
-    let factor = if depth < 0 { 1.0 } else { depth as f64 };
-    size as f64 * factor + 11.0
-}
-
-fn flatten_within_cost<'b, 'v>(
-    args: Vec<CowVal<'b, 'v>>,
-) -> Result<CowVal<'b, 'v>, ExecutionError> {
+fn flatten_depth<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let arg = |i: usize| {
         args.get(i)
             .map(|value| Value::try_from(value.as_ref()))
@@ -103,11 +89,6 @@ fn flatten_within_cost<'b, 'v>(
             ));
         }
     };
-    if flatten_cost(list.len(), depth) > 1_000_000.0 {
-        // Stopped whole, as cel-go's cancellation: `||` does not absorb it.
-        fail(COST_LIMIT);
-        return Err(ExecutionError::function_error("flatten", COST_LIMIT));
-    }
     let depth = u64::try_from(depth)
         .map_err(|_| ExecutionError::function_error("flatten", "level must be non-negative"))?;
     let mut flat = Vec::new();
@@ -129,11 +110,11 @@ fn flatten_into(items: &[Value], depth: u64, flat: &mut Vec<Value>) {
 pub fn register(env: &mut Env) {
     super::member(
         env,
-        FLATTEN_WITHIN_COST,
-        FLATTEN_WITHIN_COST,
+        FLATTEN_DEPTH,
+        FLATTEN_DEPTH,
         super::list_type(),
         vec![super::int_type()],
-        flatten_within_cost,
+        flatten_depth,
     );
     let functions: [(&str, Vec<::cel::common::types::Type>, Function); 3] = [
         (TRACKED, vec![dyn_type()], keep),

@@ -354,6 +354,21 @@ fn named<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionE
     optional(found.map(|index| Value::Opaque(Arc::new(Format(index)))))
 }
 
+/// Each format's `MaxRegexSize` in Kubernetes' library, in [`FORMATS`]'
+/// order: `validate` is charged as a regular expression that long.
+const MAX_REGEX_SIZES: [u64; 13] = [30, 60, 30, 60, 30, 60, 30, 40, 1103, 70, 84, 71, 71];
+
+/// The `MaxRegexSize` of `value`, when it is a format.
+pub(crate) fn max_regex_size(value: &dyn Val) -> Option<u64> {
+    match Value::try_from(value) {
+        Ok(Value::Opaque(opaque)) => {
+            let Format(index) = opaque.downcast_ref::<Format>()?;
+            MAX_REGEX_SIZES.get(*index).copied()
+        }
+        _ => None,
+    }
+}
+
 /// `format.NAME()`, the format at `INDEX`.
 fn constant<'b, 'v, const INDEX: usize>(
     _: Vec<CowVal<'b, 'v>>,

@@ -31,6 +31,7 @@ pub mod lists;
 pub mod math;
 pub mod quantity;
 pub mod regex;
+pub mod runtime_cost;
 pub mod semver;
 pub mod string_format;
 pub mod time;

@@ -112,7 +112,10 @@ impl CelPolicy {
                 .into_iter()
                 .map(|expression| {
                     expression.map(|mut expression| {
-                        names.libraries.prepare(&mut expression.expression);
+                        expression.cost_bound = names.libraries.prepare_counting(
+                            &mut expression.expression,
+                            self.evaluators.count_every_cost,
+                        );
                         Rc::new(expression)
                     })
                 })
@@ -139,8 +142,12 @@ impl CelPolicy {
 
     /// Readies a parsed expression that is not the policy's own (an
     /// exception's) to run with the policy's libraries.
-    pub fn prepare(&self, expression: &mut ::cel::common::ast::IdedExpr) {
-        self.parsed().names.libraries.prepare(expression);
+    /// Gives the most it can cost where its cost is not counted as it runs.
+    pub fn prepare(&self, expression: &mut ::cel::common::ast::IdedExpr) -> Option<u64> {
+        self.parsed()
+            .names
+            .libraries
+            .prepare_counting(expression, self.evaluators.count_every_cost)
     }
 
     /// Struct types the expressions construct (the crate knows only these).

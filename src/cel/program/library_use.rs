@@ -122,6 +122,13 @@ impl Libraries {
     /// policy uses time, the operators over timestamps and durations, which
     /// are opaque to the crate's own.
     pub fn prepare(self, expression: &mut IdedExpr) {
+        let _ = self.prepare_counting(expression, false);
+    }
+
+    /// [`Libraries::prepare`], and the expression counts its cost in cel-go's
+    /// runtime cost model where it can come near the limit, or `always`;
+    /// otherwise gives the most it can cost.
+    pub fn prepare_counting(self, expression: &mut IdedExpr, always: bool) -> Option<u64> {
         crate::cel::program::optimizer::fold_empty_membership(expression);
         crate::cel::libraries::double_text::rewrite(expression);
         let renames = [
@@ -134,6 +141,7 @@ impl Libraries {
         if self.time {
             crate::cel::libraries::time::rewrite_for_times(expression);
         }
+        crate::cel::program::metering::meter(expression, always)
     }
 
     /// Adds what one name of an expression's tree brings in: an identifier

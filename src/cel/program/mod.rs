@@ -8,6 +8,7 @@
 
 pub(crate) mod comprehensions;
 pub mod library_use;
+pub mod metering;
 pub mod names;
 pub mod optimizer;
 
@@ -68,6 +69,10 @@ pub struct Compiled {
     pub uses: ReadUses,
     /// What it names as written, before macros are expanded.
     pub names: Names,
+    /// Most it can cost in cel-go's runtime cost model, when it cannot come
+    /// near the limit and its cost is not counted as it runs
+    /// ([`metering`]); set when it is readied to run.
+    pub cost_bound: Option<u64>,
 }
 
 /// How an expression uses the objects `resource.Get` reads: through which
@@ -169,12 +174,16 @@ pub struct Evaluators {
     /// The direct evaluator over JSON first (`false`: the crate's
     /// interpreter only).
     pub direct: bool,
+    /// Every expression counts its cost in cel-go's runtime cost model
+    /// (`false`: those that can come near the limit).
+    pub count_every_cost: bool,
 }
 
 impl Evaluators {
     pub const SHIPPED: Evaluators = Evaluators {
         subset_parser: true,
         direct: true,
+        count_every_cost: false,
     };
 }
 
@@ -264,6 +273,7 @@ pub fn compile_at(
         identifiers: BTreeSet::new(),
         uses: ReadUses::default(),
         names,
+        cost_bound: None,
     };
     let mut reads = Reads {
         variables: &mut compiled.variables,

@@ -1,0 +1,723 @@
+//! The rewrite that counts cel-go's runtime cost while an expression runs
+//! (the functions it calls: [`crate::cel::libraries::runtime_cost`]).
+//!
+//! cel-go charges each step its program takes: 1 for a variable and for
+//! each field or index it reads, 10, 30 and 40 for building a list, a map
+//! and an object, a call by its function (1, or by the size of what it is
+//! given: `==` over strings a tenth of the shorter one, `in` a list's size,
+//! an authorizer check 350,000), nothing for a constant, for `&&`, `||` and
+//! `?:`, and each comprehension step again for each item. A tree is cut
+//! here into the parts that run as a whole (a *block*: the root, each
+//! right-hand side of `&&` and `||`, each branch of `?:`, a comprehension's
+//! condition and step); what a block's nodes cost is summed at load and
+//! charged by one call when the block starts, on its first value to be
+//! evaluated. A call whose cost depends on values has its arguments
+//! measured as they are evaluated ([`ARGUMENT`], [`CALL`]) or its result
+//! ([`RESULT`]).
+//!
+//! Matches cel-go's count where the expression succeeds (checked against
+//! kube-apiserver's by `make differential`). Where an error is absorbed
+//! (`error || true`), cel-go has also evaluated the failed call's other
+//! arguments and charged the call; the `cel` crate stops at the first
+//! error, so the count here is lower there.
+//!
+//! An expression without comprehensions whose every call is charged a
+//! constant, or by a literal it is given, cannot come near the limit: it is
+//! left as it is, and the direct evaluator keeps it.
+
+use ::cel::IdedExpr;
+use ::cel::common::ast::{CallExpr, EntryExpr, Expr, LiteralValue, operators};
+
+use crate::cel::libraries::cost_tracker::{TRACKED, TRACKED_FAILED, TRACKED_VALUE};
+use crate::cel::libraries::runtime_cost::{
+    ARGUMENT, CALL, CHARGED, Formula, IF_NONE, PER_CALL_LIMIT, PRESENT, RESULT,
+};
+use crate::cel::syntax::macro_builder::ENTRY;
+
+const LIST_COST: u64 = 10;
+const MAP_COST: u64 = 30;
+const STRUCT_COST: u64 = 40;
+/// Kubernetes' authorizer `check()`.
+const CHECK_COST: u64 = 350_000;
+
+/// Names a call's target spells when it is a namespace, not a value: cel-go
+/// and the crate resolve `lists.range(3)` as one function, and never
+/// evaluate `lists`.
+const NAMESPACES: &[&str] = &[
+    "lists",
+    "sets",
+    "strings",
+    "math",
+    "optional",
+    "base64",
+    "regex",
+    "json",
+    "yaml",
+    "http",
+    "random",
+    "x509",
+    "time",
+    "hash",
+    "gzip",
+    "jsonpatch",
+    "format",
+    "ip",
+];
+
+/// Functions cel-go folds when their argument is a constant: conversions.
+pub(crate) const CONVERSIONS: &[&str] = &[
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "bool",
+    "duration",
+    "timestamp",
+    "type",
+    "dyn",
+];
+
+/// Type names, which cel-go reads as constants.
+const TYPE_NAMES: &[&str] = &[
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+];
+
+/// Rewrites `expr` to count its cost, unless it cannot come near the
+/// limit: then gives the most it can cost. `always`: count it anyway (the
+/// differential test compares every count).
+pub fn meter(expr: &mut IdedExpr, always: bool) -> Option<u64> {
+    if !always && let Some(bound) = bounded(expr).filter(|bound| *bound <= PER_CALL_LIMIT) {
+        return Some(bound);
+    }
+    Meter::default().block(expr, false);
+    None
+}
+
+/// What `expr` costs at most when it has no comprehension and every call is
+/// charged a constant or by a literal; `None` otherwise.
+fn bounded(expr: &IdedExpr) -> Option<u64> {
+    let mut total = Meter::default().cost(&mut expr.clone(), false);
+    let mut unbounded = false;
+    walk(expr, &mut |node| match &node.expr {
+        Expr::Comprehension(_) => unbounded = true,
+        Expr::Call(call) => match formula(call) {
+            Some(Dynamic::Sizes(Formula::Equality | Formula::Ordering)) => {
+                match literal_size(call) {
+                    Some(size) => total = total.saturating_add(size.div_ceil(10)),
+                    None => unbounded = true,
+                }
+            }
+            Some(_) => unbounded = true,
+            None => {}
+        },
+        _ => {}
+    });
+    (!unbounded).then_some(total)
+}
+
+fn walk(expr: &IdedExpr, f: &mut dyn FnMut(&IdedExpr)) {
+    f(expr);
+    crate::cel::syntax::ast::children(expr, &mut |child| walk(child, f));
+}
+
+/// The size of a string literal one side of a comparison is.
+fn literal_size(call: &CallExpr) -> Option<u64> {
+    call.args.iter().find_map(|arg| match &arg.expr {
+        Expr::Literal(LiteralValue::String(s)) => Some(s.inner().chars().count() as u64),
+        Expr::Literal(LiteralValue::Bytes(b)) => Some(b.len() as u64),
+        Expr::Literal(_) => Some(1),
+        _ => None,
+    })
+}
+
+/// How a call's cost depends on its values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Dynamic {
+    /// On its arguments' (the receiver first).
+    Sizes(Formula),
+    /// On its result.
+    Result(Formula),
+}
+
+fn is_accumulator(expr: &IdedExpr) -> bool {
+    matches!(&expr.expr, Expr::Ident(name) if name.starts_with('@') && name != ENTRY)
+}
+
+/// Whether `expr` is a value kept by the cost-tracking rewrite of
+/// [`crate::cel::check::typed_calls`]: the check typed the list, and cel-go
+/// tracks the call's cost.
+fn is_tracked(expr: &IdedExpr) -> bool {
+    let Expr::Call(conditional) = &expr.expr else {
+        return false;
+    };
+    let Some(Expr::Call(or)) = conditional.args.first().map(|c| &c.expr) else {
+        return false;
+    };
+    matches!(or.args.first().map(|a| &a.expr), Some(Expr::Call(kept)) if kept.func_name == TRACKED)
+}
+
+fn formula(call: &CallExpr) -> Option<Dynamic> {
+    use Formula::*;
+    let name = call.func_name.as_str();
+    let member = call.target.as_deref().filter(|t| !is_namespace(t));
+    let sizes = |f| Some(Dynamic::Sizes(f));
+    match name {
+        operators::EQUALS | operators::NOT_EQUALS => {
+            if call.args.iter().any(is_accumulator) {
+                return None;
+            }
+            sizes(Equality)
+        }
+        operators::LESS
+        | operators::LESS_EQUALS
+        | operators::GREATER
+        | operators::GREATER_EQUALS
+        | "@t<"
+        | "@t<="
+        | "@t>"
+        | "@t>=" => sizes(Ordering),
+        // `accu + [x]`, the step of `map` and `filter`: lists, 1.
+        operators::ADD | "@t+" if call.args.first().is_some_and(is_accumulator) => None,
+        operators::ADD | "@t+" => sizes(Addition),
+        operators::IN => sizes(InList),
+        "startsWith" | "endsWith" => sizes(Affix),
+        "lowerAscii"
+        | "upperAscii"
+        | "substring"
+        | "trim"
+        | "url"
+        | "cidr"
+        | "isIP"
+        | "isCIDR"
+        | "quantity"
+        | "isQuantity"
+        | "semver"
+        | "isSemver"
+        | "format"
+        | "@format"
+        | "strings.quote"
+        | "jsonpatch.escapeKey" => sizes(Scan),
+        "quote" | "escapeKey" if member.is_none() => sizes(Scan),
+        "replace" | "split" | "ip.isCanonical" => sizes(ScanTwice),
+        "isCanonical" if member.is_none() => sizes(ScanTwice),
+        "ip" => sizes(Ip),
+        "string" => sizes(StringOfBytes),
+        "bytes" => sizes(BytesOfString),
+        "matches" | "find" | "findAll" => sizes(Regex),
+        "contains" if member.is_some() => sizes(Contains),
+        "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes" => {
+            sizes(Traversal)
+        }
+        _ if ["@isSorted_", "@sum_", "@min_", "@max_"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix)) =>
+        {
+            sizes(Traversal)
+        }
+        "distinct" => sizes(SelfCompare),
+        "sort" if member.is_some_and(is_tracked) => sizes(SelfCompare),
+        "@sortByAssociatedKeys" if call.args.first().is_some_and(is_tracked) => {
+            sizes(SelfCompareKeys)
+        }
+        "flatten" | "@flatten_depth" => sizes(Flatten),
+        "sets.contains" | "sets.intersects" => sizes(Sets),
+        "sets.equivalent" => sizes(SetsTwice),
+        "contains" | "intersects" if call.target.as_deref().is_some_and(is_namespace) => {
+            sizes(Sets)
+        }
+        "equivalent" if call.target.as_deref().is_some_and(is_namespace) => sizes(SetsTwice),
+        "containsIP" => sizes(ContainsIp),
+        "containsCIDR" => sizes(ContainsCidr),
+        "fieldSelector" | "labelSelector" => sizes(Selector),
+        "validate" if member.is_some() => sizes(Validate),
+        "join" => Some(Dynamic::Result(JoinResult)),
+        "range" | "slice" | "reverse" | "@reverse" | "lists.range" => {
+            Some(Dynamic::Result(ListResult))
+        }
+        _ => None,
+    }
+}
+
+fn is_namespace(target: &IdedExpr) -> bool {
+    matches!(&target.expr, Expr::Ident(name) if NAMESPACES.contains(&name.as_str()))
+}
+
+/// Functions of the rewrites here and in [`crate::cel::check`] that are not
+/// cel-go's: free.
+fn is_internal(name: &str) -> bool {
+    matches!(
+        name,
+        TRACKED
+            | TRACKED_FAILED
+            | TRACKED_VALUE
+            | "@entries"
+            | "@dtxt"
+            | "@dparse"
+            | CHARGED
+            | ARGUMENT
+            | CALL
+            | RESULT
+            | PRESENT
+            | IF_NONE
+    )
+}
+
+fn is_constant(expr: &IdedExpr) -> bool {
+    match &expr.expr {
+        Expr::Literal(_) => true,
+        Expr::Ident(name) => TYPE_NAMES.contains(&name.as_str()),
+        // The double rewrites' wrappers ([`crate::cel::libraries::double_text`]).
+        // Conversions of constants, which cel-go folds, and the double
+        // rewrites' wrappers ([`crate::cel::libraries::double_text`]).
+        Expr::Call(call)
+            if call.target.is_none()
+                && (CONVERSIONS.contains(&call.func_name.as_str())
+                    || matches!(call.func_name.as_str(), "@dtxt" | "@dparse")) =>
+        {
+            call.args.iter().all(is_constant)
+        }
+        Expr::List(list) => list.elements.iter().all(is_constant),
+        Expr::Map(map) => map.entries.iter().all(|entry| match &entry.expr {
+            EntryExpr::MapEntry(entry) => is_constant(&entry.key) && is_constant(&entry.value),
+            EntryExpr::StructField(_) => false,
+        }),
+        _ => false,
+    }
+}
+
+/// A variable read with fields and indexes (cel-go plans it as one
+/// attribute: the variable costs 1, each step 1).
+fn is_attribute(expr: &IdedExpr) -> bool {
+    match &expr.expr {
+        Expr::Ident(name) => !NAMESPACES.contains(&name.as_str()),
+        Expr::Select(select) => !select.test && is_attribute(&select.operand),
+        Expr::Call(call)
+            if call.target.is_none()
+                && matches!(
+                    call.func_name.as_str(),
+                    operators::INDEX | operators::OPT_INDEX | operators::OPT_SELECT
+                ) =>
+        {
+            call.args.first().is_some_and(is_attribute)
+        }
+        _ => false,
+    }
+}
+
+/// Whether a field or index read of `expr` is one more step of an
+/// attribute: `expr` is a variable or itself such a read. Over any other
+/// value (`dyn(x).a.b`), cel-go makes an attribute of it, charged 1 once.
+fn continues_attribute(expr: &IdedExpr) -> bool {
+    match &expr.expr {
+        Expr::Ident(_) => is_attribute(expr),
+        Expr::Select(select) => !select.test,
+        Expr::Call(call) => {
+            call.target.is_none()
+                && matches!(
+                    call.func_name.as_str(),
+                    operators::INDEX | operators::OPT_INDEX | operators::OPT_SELECT | PRESENT
+                )
+        }
+        _ => false,
+    }
+}
+
+fn int(value: u64) -> IdedExpr {
+    IdedExpr {
+        id: 0,
+        expr: Expr::Literal(LiteralValue::Int(
+            i64::try_from(value).unwrap_or(i64::MAX).into(),
+        )),
+    }
+}
+
+/// `expr` as the first argument of `function`, with `more` after it.
+fn wrap(expr: &mut IdedExpr, function: &str, more: Vec<IdedExpr>) {
+    let inner = std::mem::take(expr);
+    let id = inner.id;
+    let mut args = vec![inner];
+    args.extend(more);
+    *expr = IdedExpr {
+        id,
+        expr: Expr::Call(CallExpr {
+            func_name: function.to_string(),
+            target: None,
+            args,
+        }),
+    };
+}
+
+#[derive(Default)]
+struct Meter {
+    /// The next free slot for a call's measured arguments.
+    next_slot: u64,
+}
+
+impl Meter {
+    /// Charges `expr`'s block where it starts. `branch`: a branch of `?:`
+    /// (cel-go reads a variable there as part of the conditional, free).
+    fn block(&mut self, expr: &mut IdedExpr, branch: bool) {
+        let branch = branch && is_attribute(expr);
+        let cost = self.cost(expr, branch);
+        if cost > 0 {
+            charge_first(expr, cost);
+        }
+    }
+
+    /// What `expr`'s nodes in its block cost; its inner blocks and calls
+    /// that depend on values are rewritten to charge themselves.
+    fn cost(&mut self, expr: &mut IdedExpr, branch: bool) -> u64 {
+        if matches!(expr.expr, Expr::List(_) | Expr::Map(_)) && is_constant(expr) {
+            return 0;
+        }
+        match &mut expr.expr {
+            Expr::Literal(_) | Expr::Unspecified => 0,
+            Expr::Ident(name) => u64::from(
+                !(branch
+                    || name == ENTRY
+                    || is_namespace_name(name)
+                    || TYPE_NAMES.contains(&name.as_str())),
+            ),
+            Expr::Select(select) if select.test => self.cost(&mut select.operand, branch),
+            Expr::Select(select) => {
+                let step = if continues_attribute(&select.operand) {
+                    1
+                } else {
+                    2
+                };
+                step + self.cost(&mut select.operand, branch)
+            }
+            Expr::List(list) => {
+                LIST_COST
+                    + list
+                        .elements
+                        .iter_mut()
+                        .map(|e| self.cost(e, false))
+                        .sum::<u64>()
+            }
+            Expr::Map(map) => MAP_COST + self.entries(&mut map.entries),
+            Expr::Struct(structure) => STRUCT_COST + self.entries(&mut structure.entries),
+            Expr::Comprehension(fold) => {
+                let binds_entry = matches!(&fold.iter_range.expr, Expr::List(l) if l.elements.is_empty())
+                    && matches!(&fold.accu_init.expr, Expr::Call(c) if c.args.first().is_some_and(|a| matches!(&a.expr, Expr::Ident(n) if n == ENTRY)));
+                let mut cost = self.cost(&mut fold.iter_range, false);
+                if !binds_entry {
+                    cost += self.cost(&mut fold.accu_init, false);
+                }
+                self.block(&mut fold.loop_cond, false);
+                self.step(&mut fold.loop_step);
+                cost + self.cost(&mut fold.result, false)
+            }
+            Expr::Call(_) => self.call(expr, branch),
+        }
+    }
+
+    fn entries(&mut self, entries: &mut [::cel::common::ast::IdedEntryExpr]) -> u64 {
+        let mut cost = 0;
+        for entry in entries {
+            match &mut entry.expr {
+                EntryExpr::StructField(field) => cost += self.cost(&mut field.value, false),
+                EntryExpr::MapEntry(entry) => {
+                    cost += self.cost(&mut entry.key, false) + self.cost(&mut entry.value, false)
+                }
+            }
+        }
+        cost
+    }
+
+    /// A comprehension's step: `accu && p`, `accu || p` keep their shape
+    /// (the crate folds errors in `all` and `exists` by it), their cost
+    /// charged with `p`'s.
+    fn step(&mut self, step: &mut IdedExpr) {
+        if let Expr::Call(call) = &mut step.expr
+            && matches!(
+                call.func_name.as_str(),
+                operators::LOGICAL_AND | operators::LOGICAL_OR
+            )
+            && let [accu, predicate] = call.args.as_mut_slice()
+            && is_accumulator(accu)
+        {
+            let own = self.cost(accu, false);
+            let cost = own + self.cost(predicate, false);
+            if cost > 0 {
+                charge_first(predicate, cost);
+            }
+            return;
+        }
+        self.block(step, false);
+    }
+
+    fn call(&mut self, expr: &mut IdedExpr, branch: bool) -> u64 {
+        let Expr::Call(call) = &mut expr.expr else {
+            return 0;
+        };
+        let name = call.func_name.clone();
+        match (name.as_str(), call.target.is_some(), call.args.len()) {
+            (operators::CONDITIONAL, false, 3) => {
+                let [cond, yes, no] = call.args.as_mut_slice() else {
+                    return 0;
+                };
+                let cost = self.cost(cond, false);
+                self.block(yes, true);
+                self.block(no, true);
+                return cost;
+            }
+            (operators::LOGICAL_AND | operators::LOGICAL_OR, false, 2) => {
+                let [left, right] = call.args.as_mut_slice() else {
+                    return 0;
+                };
+                let cost = self.cost(left, false);
+                self.block(right, false);
+                return cost;
+            }
+            (operators::INDEX, false, 2) => {
+                let step = if call.args.first().is_some_and(continues_attribute) {
+                    1
+                } else {
+                    2
+                };
+                return step + self.arguments(call, branch);
+            }
+            (operators::OPT_SELECT | operators::OPT_INDEX, false, 2) => {
+                // Over a value that is not a variable's, cel-go charges the
+                // attribute it makes, 1, and the step only when present.
+                let step = u64::from(!call.args.first().is_some_and(continues_attribute));
+                let cost = step + self.arguments(call, branch);
+                wrap(expr, PRESENT, Vec::new());
+                return cost;
+            }
+            ("orValue" | "or", true, 1) => {
+                let alternative = call.args.first_mut().map_or(0, |arg| self.cost(arg, false));
+                let Some(target) = call.target.as_deref_mut() else {
+                    return 0;
+                };
+                let cost = self.cost(target, false);
+                if alternative > 0 {
+                    wrap(target, IF_NONE, vec![int(alternative)]);
+                }
+                return cost;
+            }
+            (operators::IN, false, 2) if call.args.get(1).is_some_and(is_constant) => {
+                return call.args.first_mut().map_or(0, |arg| self.cost(arg, false));
+            }
+            _ => {}
+        }
+        let dynamic = formula(call);
+        let arguments = self.arguments(call, false);
+        if is_internal(&name) {
+            return arguments;
+        }
+        let all_constant = call.target.is_none() && call.args.iter().all(is_constant);
+        if all_constant && CONVERSIONS.contains(&name.as_str()) {
+            return 0;
+        }
+        match dynamic {
+            Some(Dynamic::Sizes(formula)) => {
+                self.measure(call, formula);
+                arguments
+            }
+            Some(Dynamic::Result(formula)) => {
+                wrap(expr, RESULT, vec![int(formula as u64)]);
+                arguments
+            }
+            None if name == "check" && call.target.is_some() => arguments + CHECK_COST,
+            None => arguments + 1,
+        }
+    }
+
+    /// What a call's arguments and receiver cost (a namespace is not evaluated).
+    fn arguments(&mut self, call: &mut CallExpr, branch: bool) -> u64 {
+        let mut cost = 0;
+        for (i, arg) in call.args.iter_mut().enumerate() {
+            cost += self.cost(arg, branch && i == 0);
+        }
+        if let Some(target) = call.target.as_deref_mut()
+            && !is_namespace(target)
+        {
+            cost += self.cost(target, false);
+        }
+        cost
+    }
+
+    /// Wraps a call's arguments so that the last one evaluated (the
+    /// receiver, for a method: the crate evaluates the arguments first)
+    /// charges the call.
+    fn measure(&mut self, call: &mut CallExpr, formula: Formula) {
+        let slot = self.next_slot;
+        let code = formula as u64;
+        let has_receiver = call.target.as_deref().is_some_and(|t| !is_namespace(t));
+        let arity = call.args.len() as u64 + u64::from(has_receiver);
+        self.next_slot += arity;
+        let first_argument = u64::from(has_receiver);
+        let last = call.args.len().saturating_sub(1);
+        for (i, arg) in call.args.iter_mut().enumerate() {
+            let position = first_argument + i as u64;
+            if !has_receiver && i == last {
+                wrap(
+                    arg,
+                    CALL,
+                    vec![int(slot), int(position), int(arity), int(code)],
+                );
+            } else {
+                wrap(arg, ARGUMENT, vec![int(slot), int(position), int(code)]);
+            }
+        }
+        if has_receiver && let Some(target) = call.target.as_deref_mut() {
+            wrap(target, CALL, vec![int(slot), int(0), int(arity), int(code)]);
+        }
+    }
+}
+
+fn is_namespace_name(name: &str) -> bool {
+    NAMESPACES.contains(&name)
+}
+
+/// Puts the charge of a block on the first value the crate evaluates in it
+/// (a method's arguments come before its receiver), skipping a
+/// comprehension's accumulator where the crate reads the step's shape.
+fn charge_first(expr: &mut IdedExpr, cost: u64) {
+    let next: Option<&mut IdedExpr> =
+        match &mut expr.expr {
+            Expr::Call(call) => {
+                let skip_accumulator =
+                    call.args.len() >= 2 && call.args.first().is_some_and(is_accumulator);
+                if skip_accumulator {
+                    call.args.get_mut(1)
+                } else if let Some(first) = call.args.first_mut() {
+                    Some(first)
+                } else {
+                    call.target.as_deref_mut().filter(|t| !is_namespace(t))
+                }
+            }
+            Expr::Select(select) => Some(&mut select.operand),
+            Expr::List(list) => list.elements.first_mut(),
+            Expr::Map(map) => map.entries.first_mut().map(|entry| match &mut entry.expr {
+                EntryExpr::MapEntry(entry) => &mut entry.key,
+                EntryExpr::StructField(field) => &mut field.value,
+            }),
+            Expr::Struct(structure) => structure.entries.first_mut().map(|entry| match &mut entry
+                .expr
+            {
+                EntryExpr::MapEntry(entry) => &mut entry.key,
+                EntryExpr::StructField(field) => &mut field.value,
+            }),
+            Expr::Comprehension(fold) => Some(&mut fold.iter_range),
+            Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => None,
+        };
+    match next {
+        Some(next) => charge_first(next, cost),
+        None => wrap(expr, CHARGED, vec![int(cost)]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::testing::cel_libraries::cost;
+
+    /// What kube-apiserver v0.37.2 counts (its MutatingAdmissionPolicy
+    /// compiler's `EvalDetails.ActualCost`, read by the differential
+    /// test's judge) for each expression over this Pod.
+    #[test]
+    fn counts_what_kube_apiserver_counts() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-1", "namespace": "default", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c0", "image": "nginx"}, {"name": "c1", "image": "busybox"}]}});
+        let cases = [
+            ("object.metadata.name", 3),
+            ("has(object.metadata.labels)", 2),
+            ("object.metadata.labels['app']", 4),
+            ("object.?metadata.?labels.?app.orValue('none')", 4),
+            // An optional read that finds nothing is free.
+            ("object.?metadata.?annotations.?x.orValue('none')", 2),
+            ("object.spec.containers[1].name", 5),
+            ("[object.metadata.name][0]", 15),
+            ("{'a': object.metadata.name}.a", 35),
+            ("dyn(object).metadata.name", 5),
+            ("object.metadata.name == 'web-1'", 4),
+            ("object.metadata.name + '-suffix-that-is-long-enough'", 7),
+            ("object.metadata.name.startsWith('web')", 4),
+            ("object.metadata.name.matches('^[a-z]+-[0-9]$')", 7),
+            // A constant list is a set: the test is free.
+            ("object.metadata.name in ['web-1', 'db']", 3),
+            (
+                "object.metadata.name in object.spec.containers.map(c, c.name)",
+                37,
+            ),
+            ("object.spec.containers.map(c, c.name)", 32),
+            ("object.spec.containers.filter(c, c.name == 'c1')", 23),
+            ("object.spec.containers.all(c, c.image != '')", 14),
+            ("object.spec.containers.exists(c, c.name == 'c9')", 18),
+            ("object.spec.containers.exists_one(c, c.name == 'c0')", 13),
+            ("object.spec.containers.map(c, c.name).join(',')", 33),
+            // A variable in a branch of `?:` is read by the conditional.
+            ("true ? object.metadata.name : 'x'", 2),
+            ("string(object.spec.containers.size()) + 'x'", 6),
+            ("string(1)", 0),
+            ("lists.range(10).map(x, x * 2).sum()", 172),
+            ("lists.range(700).distinct().size()", 980_723),
+            ("[[1], [2, 3]].flatten(2)", 15),
+            ("sets.contains([1, 2, 3], [2])", 4),
+            ("'%s-%d'.format(['a', 1])", 1),
+            ("object.spec.containers.all(i, c, c.name.size() > i)", 20),
+            ("{'a': 1, 'b': 2}.transformMap(k, v, v * 10)", 11),
+            ("[1, 2].transformList(i, v, v + i)", 31),
+            ("lists.range(71000).map(x, x).size()", 994_013),
+        ];
+        for (source, expected) in cases {
+            assert_eq!(cost(source, &pod), Ok(expected), "{source}");
+        }
+    }
+
+    #[test]
+    fn an_expression_past_the_limit_fails_whole() {
+        let pod = json!({"metadata": {"name": "web-1"}});
+        for source in [
+            "lists.range(71500).map(x, x).size()",
+            // cel-go cancels the evaluation: `||` does not absorb it.
+            "lists.range(71500).map(x, x).size() > 0 || true",
+            "[[1], [2]].flatten(600000).size()",
+            "lists.range(710).distinct().size()",
+        ] {
+            let outcome = cost(source, &pod);
+            assert!(
+                outcome
+                    .as_ref()
+                    .is_err_and(|why| why.contains("actual cost limit exceeded")),
+                "{source}: {outcome:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_expression_that_cannot_come_near_the_limit_is_left_as_it_is() {
+        for (source, metered) in [
+            ("object.metadata.name == 'web-1' && has(object.spec)", false),
+            (
+                "Object{metadata: Object.metadata{labels: {'a': object.metadata.name}}}",
+                false,
+            ),
+            ("object.spec.containers.map(c, c.name)", true),
+            ("object.metadata.name == object.spec.nodeName", true),
+            ("object.metadata.name.matches('^a')", true),
+        ] {
+            let parsed = crate::cel::program::compile(source, "e").map(|c| c.expression);
+            let mut rewritten = parsed.clone();
+            if let Ok(expression) = rewritten.as_mut() {
+                super::meter(expression, false);
+            }
+            assert_eq!(parsed != rewritten, metered, "{source}");
+        }
+    }
+}
