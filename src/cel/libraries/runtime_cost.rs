@@ -387,7 +387,10 @@ fn call<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionEr
         keep(at, measure(value.as_ref(), formula));
     }
     let cost = COUNT.with_borrow(|count| {
-        let measures = count.slots.get(base..base + arity).unwrap_or(&[]);
+        let measures = base
+            .checked_add(arity)
+            .and_then(|end| count.slots.get(base..end))
+            .unwrap_or(&[]);
         call_cost(formula, measures)
     });
     charge(cost)?;
