@@ -168,9 +168,22 @@ fn is_tracked(expr: &IdedExpr) -> bool {
 
 fn formula(call: &CallExpr) -> Option<Dynamic> {
     use Formula::*;
-    let name = call.func_name.as_str();
-    let member = call.target.as_deref().filter(|t| !is_namespace(t));
     let sizes = |f| Some(Dynamic::Sizes(f));
+    // A namespaced function is known to cel-go by its whole name.
+    if let Some(Expr::Ident(namespace)) = call.target.as_deref().map(|t| &t.expr)
+        && NAMESPACES.contains(&namespace.as_str())
+    {
+        return match (namespace.as_str(), call.func_name.as_str()) {
+            ("sets", "contains" | "intersects") => sizes(Sets),
+            ("sets", "equivalent") => sizes(SetsTwice),
+            ("strings", "quote") | ("jsonpatch", "escapeKey") => sizes(Scan),
+            ("ip", "isCanonical") => sizes(ScanTwice),
+            ("lists", "range") => Some(Dynamic::Result(ListResult)),
+            _ => None,
+        };
+    }
+    let name = call.func_name.as_str();
+    let member = call.target.as_deref();
     match name {
         operators::EQUALS | operators::NOT_EQUALS => {
             if call.args.iter().any(is_accumulator) {
@@ -191,25 +204,9 @@ fn formula(call: &CallExpr) -> Option<Dynamic> {
         operators::ADD | "@t+" => sizes(Addition),
         operators::IN => sizes(InList),
         "startsWith" | "endsWith" => sizes(Affix),
-        "lowerAscii"
-        | "upperAscii"
-        | "substring"
-        | "trim"
-        | "url"
-        | "cidr"
-        | "isIP"
-        | "isCIDR"
-        | "quantity"
-        | "isQuantity"
-        | "semver"
-        | "isSemver"
-        | "format"
-        | "@format"
-        | "strings.quote"
-        | "jsonpatch.escapeKey" => sizes(Scan),
-        "quote" | "escapeKey" if member.is_none() => sizes(Scan),
-        "replace" | "split" | "ip.isCanonical" => sizes(ScanTwice),
-        "isCanonical" if member.is_none() => sizes(ScanTwice),
+        "lowerAscii" | "upperAscii" | "substring" | "trim" | "url" | "cidr" | "isIP" | "isCIDR"
+        | "quantity" | "isQuantity" | "semver" | "isSemver" | "@format" => sizes(Scan),
+        "replace" | "split" => sizes(ScanTwice),
         "ip" => sizes(Ip),
         "string" => sizes(StringOfBytes),
         "bytes" => sizes(BytesOfString),
@@ -230,20 +227,12 @@ fn formula(call: &CallExpr) -> Option<Dynamic> {
             sizes(SelfCompareKeys)
         }
         "flatten" | "@flatten_depth" => sizes(Flatten),
-        "sets.contains" | "sets.intersects" => sizes(Sets),
-        "sets.equivalent" => sizes(SetsTwice),
-        "contains" | "intersects" if call.target.as_deref().is_some_and(is_namespace) => {
-            sizes(Sets)
-        }
-        "equivalent" if call.target.as_deref().is_some_and(is_namespace) => sizes(SetsTwice),
         "containsIP" => sizes(ContainsIp),
         "containsCIDR" => sizes(ContainsCidr),
         "fieldSelector" | "labelSelector" => sizes(Selector),
         "validate" if member.is_some() => sizes(Validate),
         "join" => Some(Dynamic::Result(JoinResult)),
-        "range" | "slice" | "reverse" | "@reverse" | "lists.range" => {
-            Some(Dynamic::Result(ListResult))
-        }
+        "range" | "slice" | "reverse" | "@reverse" => Some(Dynamic::Result(ListResult)),
         _ => None,
     }
 }
@@ -276,7 +265,6 @@ fn is_constant(expr: &IdedExpr) -> bool {
     match &expr.expr {
         Expr::Literal(_) => true,
         Expr::Ident(name) => TYPE_NAMES.contains(&name.as_str()),
-        // The double rewrites' wrappers ([`crate::cel::libraries::double_text`]).
         // Conversions of constants, which cel-go folds, and the double
         // rewrites' wrappers ([`crate::cel::libraries::double_text`]).
         Expr::Call(call)
