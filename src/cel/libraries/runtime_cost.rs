@@ -179,8 +179,13 @@ pub(crate) fn spent() -> u64 {
 pub const COST_LIMIT: &str = "operation cancelled: actual cost limit exceeded (its cost in cel-go's runtime cost model passed 1,000,000, where Kubernetes and Kyverno stop an expression)";
 
 fn charge(cost: u64) -> Result<(), ExecutionError> {
+    charge_less(cost, 0)
+}
+
+/// Adds `cost` less `charged`, what the call's block already charged for it.
+fn charge_less(cost: u64, charged: u64) -> Result<(), ExecutionError> {
     let total = COUNT.with_borrow_mut(|count| {
-        count.cost = count.cost.saturating_add(cost);
+        count.cost = count.cost.saturating_add(cost).saturating_sub(charged);
         count.cost
     });
     if total > PER_CALL_LIMIT {
@@ -393,14 +398,14 @@ fn call<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionEr
             .unwrap_or(&[]);
         call_cost(formula, measures)
     });
-    charge(cost)?;
+    charge_less(cost, 1)?;
     first(args)
 }
 
 fn result<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let formula = formula_at(&args, 1)?;
     if let Some(value) = args.first() {
-        charge(call_cost(formula, &[measure(value.as_ref(), formula)]))?;
+        charge_less(call_cost(formula, &[measure(value.as_ref(), formula)]), 1)?;
     }
     first(args)
 }

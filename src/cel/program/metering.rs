@@ -353,9 +353,10 @@ struct Meter {
 
 impl Meter {
     /// Charges `expr`'s block where it starts. `branch`: a branch of `?:`
-    /// (cel-go reads a variable there as part of the conditional, free).
+    /// (cel-go reads an attribute there as part of the conditional: its
+    /// variable, or the attribute it makes of another value, is free).
     fn block(&mut self, expr: &mut IdedExpr, branch: bool) {
-        let branch = branch && is_attribute(expr);
+        let branch = branch && continues_attribute(expr);
         let cost = self.cost(expr, branch);
         if cost > 0 {
             charge_first(expr, cost);
@@ -378,12 +379,11 @@ impl Meter {
             ),
             Expr::Select(select) if select.test => self.cost(&mut select.operand, branch),
             Expr::Select(select) => {
-                let step = if continues_attribute(&select.operand) {
-                    1
+                if continues_attribute(&select.operand) {
+                    1 + self.cost(&mut select.operand, branch)
                 } else {
-                    2
-                };
-                step + self.cost(&mut select.operand, branch)
+                    relative(branch) + 1 + self.cost(&mut select.operand, false)
+                }
             }
             Expr::List(list) => {
                 LIST_COST
@@ -469,18 +469,16 @@ impl Meter {
                 return cost;
             }
             (operators::INDEX, false, 2) => {
-                let step = if call.args.first().is_some_and(continues_attribute) {
-                    1
-                } else {
-                    2
-                };
-                return step + self.arguments(call, branch);
+                let chained = call.args.first().is_some_and(continues_attribute);
+                let root = if chained { 0 } else { relative(branch) };
+                return root + 1 + self.arguments(call, branch && chained);
             }
             (operators::OPT_SELECT | operators::OPT_INDEX, false, 2) => {
                 // Over a value that is not a variable's, cel-go charges the
                 // attribute it makes, 1, and the step only when present.
-                let step = u64::from(!call.args.first().is_some_and(continues_attribute));
-                let cost = step + self.arguments(call, branch);
+                let chained = call.args.first().is_some_and(continues_attribute);
+                let root = if chained { 0 } else { relative(branch) };
+                let cost = root + self.arguments(call, branch && chained);
                 wrap(expr, PRESENT, Vec::new());
                 return cost;
             }
@@ -509,14 +507,17 @@ impl Meter {
         if all_constant && CONVERSIONS.contains(&name.as_str()) {
             return 0;
         }
+        // A call charged by values is charged 1 with its block, and the rest
+        // (its charge less 1) when it runs: where an argument failed, cel-go
+        // still charges it, over the failed value (of size 1).
         match dynamic {
             Some(Dynamic::Sizes(formula)) => {
                 self.measure(call, formula);
-                arguments
+                arguments + 1
             }
             Some(Dynamic::Result(formula)) => {
                 wrap(expr, RESULT, vec![int(formula as u64)]);
-                arguments
+                arguments + 1
             }
             None if name == "check" && call.target.is_some() => arguments + CHECK_COST,
             None => arguments + 1,
@@ -564,6 +565,13 @@ impl Meter {
             wrap(target, CALL, vec![int(slot), int(0), int(arity), int(code)]);
         }
     }
+}
+
+/// What cel-go charges for the attribute it makes of a value that is not a
+/// variable's, to read fields or indexes of it: 1, or nothing in a branch of
+/// `?:`.
+fn relative(branch: bool) -> u64 {
+    u64::from(!branch)
 }
 
 fn is_namespace_name(name: &str) -> bool {
