@@ -157,7 +157,9 @@ struct Measure {
 
 #[derive(Default)]
 struct Count {
-    cost: u64,
+    /// Signed: a call's rest (its charge less what its block charged) can be
+    /// negative, and can come before its block's charge.
+    cost: i64,
     slots: Vec<Measure>,
 }
 
@@ -172,7 +174,7 @@ pub(crate) fn clear() {
 
 /// What the expression has cost since [`clear`].
 pub(crate) fn spent() -> u64 {
-    COUNT.with_borrow(|count| count.cost)
+    COUNT.with_borrow(|count| u64::try_from(count.cost).unwrap_or(0))
 }
 
 /// The message an expression fails with past the limit.
@@ -184,11 +186,15 @@ fn charge(cost: u64) -> Result<(), ExecutionError> {
 
 /// Adds `cost` less `charged`, what the call's block already charged for it.
 fn charge_less(cost: u64, charged: u64) -> Result<(), ExecutionError> {
+    let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     let total = COUNT.with_borrow_mut(|count| {
-        count.cost = count.cost.saturating_add(cost).saturating_sub(charged);
+        count.cost = count
+            .cost
+            .saturating_add(signed(cost))
+            .saturating_sub(signed(charged));
         count.cost
     });
-    if total > PER_CALL_LIMIT {
+    if total > signed(PER_CALL_LIMIT) {
         // Stopped whole, as cel-go's cancellation: `||` does not absorb it.
         super::cost_tracker::fail(COST_LIMIT);
         return Err(ExecutionError::function_error("cost", COST_LIMIT));
@@ -334,6 +340,17 @@ fn call_cost(formula: Formula, args: &[Measure]) -> u64 {
     }
 }
 
+/// What cel-go charges a call of `formula` that failed, or was given a failed
+/// value (of size 1): the metering charges it with the call's block, and the
+/// rest when the call runs.
+pub fn failed_charge(formula: Formula) -> u64 {
+    match formula {
+        // A list of one item: 1 + 1 + 10.
+        Formula::ListResult => 12,
+        _ => 1,
+    }
+}
+
 fn int_at(args: &[CowVal], i: usize) -> Result<i64, ExecutionError> {
     args.get(i)
         .and_then(|arg| arg.downcast_ref::<CelInt>())
@@ -398,14 +415,15 @@ fn call<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionEr
             .unwrap_or(&[]);
         call_cost(formula, measures)
     });
-    charge_less(cost, 1)?;
+    charge_less(cost, failed_charge(formula))?;
     first(args)
 }
 
 fn result<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let formula = formula_at(&args, 1)?;
     if let Some(value) = args.first() {
-        charge_less(call_cost(formula, &[measure(value.as_ref(), formula)]), 1)?;
+        let cost = call_cost(formula, &[measure(value.as_ref(), formula)]);
+        charge_less(cost, failed_charge(formula))?;
     }
     first(args)
 }

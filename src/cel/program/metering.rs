@@ -30,7 +30,7 @@ use ::cel::common::ast::{CallExpr, EntryExpr, Expr, LiteralValue, operators};
 
 use crate::cel::libraries::cost_tracker::{TRACKED, TRACKED_FAILED, TRACKED_VALUE};
 use crate::cel::libraries::runtime_cost::{
-    ARGUMENT, CALL, CHARGED, Formula, IF_NONE, PER_CALL_LIMIT, PRESENT, RESULT,
+    ARGUMENT, CALL, CHARGED, Formula, IF_NONE, PER_CALL_LIMIT, PRESENT, RESULT, failed_charge,
 };
 use crate::cel::syntax::macro_builder::ENTRY;
 
@@ -404,7 +404,16 @@ impl Meter {
                 }
                 self.block(&mut fold.loop_cond, false);
                 self.step(&mut fold.loop_step);
-                cost + self.cost(&mut fold.result, false)
+                let result = self.cost(&mut fold.result, false);
+                // cel-go reads the result only after a range that did not
+                // fail: charged with the range's value (the result itself
+                // stays a bare accumulator, whose shape the crate reads).
+                let binds = matches!(&fold.iter_range.expr, Expr::List(l) if l.elements.is_empty());
+                if binds || result == 0 {
+                    return cost + result;
+                }
+                wrap(&mut fold.iter_range, CHARGED, vec![int(result)]);
+                cost
             }
             Expr::Call(_) => self.call(expr, branch),
         }
@@ -507,17 +516,17 @@ impl Meter {
         if all_constant && CONVERSIONS.contains(&name.as_str()) {
             return 0;
         }
-        // A call charged by values is charged 1 with its block, and the rest
-        // (its charge less 1) when it runs: where an argument failed, cel-go
-        // still charges it, over the failed value (of size 1).
+        // A call charged by values is charged with its block what cel-go
+        // charges it over a failed value, and the rest when it runs: where it
+        // or an argument failed, cel-go still charges it.
         match dynamic {
             Some(Dynamic::Sizes(formula)) => {
                 self.measure(call, formula);
-                arguments + 1
+                arguments + failed_charge(formula)
             }
             Some(Dynamic::Result(formula)) => {
                 wrap(expr, RESULT, vec![int(formula as u64)]);
-                arguments + 1
+                arguments + failed_charge(formula)
             }
             None if name == "check" && call.target.is_some() => arguments + CHECK_COST,
             None => arguments + 1,
@@ -607,7 +616,8 @@ fn charge_first(expr: &mut IdedExpr, cost: u64) {
                 EntryExpr::MapEntry(entry) => &mut entry.key,
                 EntryExpr::StructField(field) => &mut field.value,
             }),
-            Expr::Comprehension(fold) => Some(&mut fold.iter_range),
+            // The crate evaluates the accumulator's start before the range.
+            Expr::Comprehension(fold) => Some(&mut fold.accu_init),
             Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => None,
         };
     match next {
