@@ -351,11 +351,9 @@ pub fn failed_charge(formula: Formula) -> u64 {
     }
 }
 
+/// An int the rewrite passes a counting call (a cost, a slot, a formula).
 fn int_at(args: &[CowVal], i: usize) -> Result<i64, ExecutionError> {
-    args.get(i)
-        .and_then(|arg| arg.downcast_ref::<CelInt>())
-        .map(|i| *i.inner())
-        .ok_or_else(|| ExecutionError::function_error("cost", "malformed cost call"))
+    super::int_arg(args, i, "cost")
 }
 
 fn formula_at(args: &[CowVal], i: usize) -> Result<Formula, ExecutionError> {
