@@ -65,7 +65,11 @@ pub fn cost(source: &str, object: &serde_json::Value) -> Result<u64, String> {
     let libraries = libraries_for_source(source);
     let env = Arc::new(runtime_env(&BTreeSet::new(), libraries));
     let mut compiled = crate::cel::program::compile(source, "e")?;
-    libraries.prepare_counting(&mut compiled.expression, true);
+    libraries.prepare_counting(
+        &mut compiled.expression,
+        true,
+        crate::cel::program::metering::Interpreter::Kubernetes,
+    );
     let mut context = ::cel::Context::with_env(env);
     let object: Box<dyn ::cel::common::value::Val> =
         crate::cel::libraries::values::from_json(object)

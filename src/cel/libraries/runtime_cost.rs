@@ -45,6 +45,18 @@ pub const PRESENT: &str = "@present";
 /// `@if_none(optional, cost)`: `orValue(x)` and `or(x)` evaluate `x` only
 /// when their receiver is empty; `cost` is what `x`'s nodes cost.
 pub const IF_NONE: &str = "@if_none";
+/// `@evaluated(value)`: `true`, once `value` is (the crate fails the call
+/// when it failed). Lets `||` and `&&` go on to the operands cel-go still
+/// evaluates after one failed ([`crate::cel::program::metering`]).
+pub const EVALUATED: &str = "@evaluated";
+/// `@unmeasured(slot, arity)`: `false`, each argument of the call at `slot`
+/// measured as a failed value is (size 1), before those that did not fail
+/// are measured.
+pub const UNMEASURED: &str = "@unmeasured";
+/// `@failed_call(slot, arity, formula)`: `false`, once it adds what
+/// `formula` charges a call one of whose operands failed (cel-go charges a
+/// call of two over what it was given, a failed value being of size 1).
+pub const FAILED_CALL: &str = "@failed_call";
 
 /// What a call is charged, as cel-go (`interpreter/runtimecost.go`), its
 /// lists and sets extensions, and Kubernetes' `library.CostEstimator`
@@ -406,6 +418,13 @@ fn call<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionEr
     if let Some(value) = args.first() {
         keep(at, measure(value.as_ref(), formula));
     }
+    charge_call(base, arity, formula)?;
+    first(args)
+}
+
+/// Adds what `formula` charges the call whose arguments are measured in
+/// the `arity` slots from `base`, less what its block charged.
+fn charge_call(base: usize, arity: usize, formula: Formula) -> Result<(), ExecutionError> {
     let cost = COUNT.with_borrow(|count| {
         let measures = base
             .checked_add(arity)
@@ -413,8 +432,7 @@ fn call<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionEr
             .unwrap_or(&[]);
         call_cost(formula, measures)
     });
-    charge_less(cost, failed_charge(formula))?;
-    first(args)
+    charge_less(cost, failed_charge(formula))
 }
 
 fn result<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -454,16 +472,45 @@ fn if_none<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executio
     first(args)
 }
 
+fn evaluated<'b, 'v>(_: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    super::boolean(true)
+}
+
+fn unmeasured<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let slot = usize::try_from(int_at(&args, 0)?).unwrap_or(0);
+    let arity = usize::try_from(int_at(&args, 1)?).unwrap_or(0);
+    for at in slot..slot.saturating_add(arity) {
+        keep(
+            at,
+            Measure {
+                size: 1,
+                ..Measure::default()
+            },
+        );
+    }
+    super::boolean(false)
+}
+
+fn failed_call<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let base = usize::try_from(int_at(&args, 0)?).unwrap_or(0);
+    let arity = usize::try_from(int_at(&args, 1)?).unwrap_or(0);
+    charge_call(base, arity, formula_at(&args, 2)?)?;
+    super::boolean(false)
+}
+
 /// Declares the rewrite's functions.
 pub fn register(env: &mut Env) {
     let int = int_type;
-    let functions: [(&str, Vec<::cel::common::types::Type>, Function); 6] = [
+    let functions: [(&str, Vec<::cel::common::types::Type>, Function); 9] = [
         (CHARGED, vec![dyn_type(), int()], charged),
         (ARGUMENT, vec![dyn_type(), int(), int(), int()], argument),
         (CALL, vec![dyn_type(), int(), int(), int(), int()], call),
         (RESULT, vec![dyn_type(), int()], result),
         (PRESENT, vec![dyn_type()], present),
         (IF_NONE, vec![dyn_type(), int()], if_none),
+        (EVALUATED, vec![dyn_type()], evaluated),
+        (UNMEASURED, vec![int(), int()], unmeasured),
+        (FAILED_CALL, vec![int(), int(), int()], failed_call),
     ];
     for (name, args, op) in functions {
         global(env, name, name, args, op);

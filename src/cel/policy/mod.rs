@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::cel::patch::patchers::Patcher;
 use crate::cel::program::library_use::Libraries;
+use crate::cel::program::metering::Interpreter;
 use crate::cel::program::names::Names;
 use crate::cel::program::{self, Compiled, Evaluators};
 use crate::cel::spec::{CelKind, CelSpec, Place};
@@ -115,6 +116,7 @@ impl CelPolicy {
                         expression.cost_bound = names.libraries.prepare_counting(
                             &mut expression.expression,
                             self.evaluators.count_every_cost,
+                            self.interpreter(),
                         );
                         Rc::new(expression)
                     })
@@ -144,10 +146,20 @@ impl CelPolicy {
     /// exception's) to run with the policy's libraries.
     /// Gives the most it can cost where its cost is not counted as it runs.
     pub fn prepare(&self, expression: &mut ::cel::common::ast::IdedExpr) -> Option<u64> {
-        self.parsed()
-            .names
-            .libraries
-            .prepare_counting(expression, self.evaluators.count_every_cost)
+        self.parsed().names.libraries.prepare_counting(
+            expression,
+            self.evaluators.count_every_cost,
+            self.interpreter(),
+        )
+    }
+
+    /// Whose cel-go runs the policy's expressions where it is deployed.
+    fn interpreter(&self) -> Interpreter {
+        if self.kind.is_kyverno() {
+            Interpreter::Kyverno
+        } else {
+            Interpreter::Kubernetes
+        }
     }
 
     /// Struct types the expressions construct (the crate knows only these).

@@ -5,6 +5,8 @@
 
 use ::cel::IdedExpr;
 
+use crate::cel::program::metering::Interpreter;
+
 /// What a name is in an expression's tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -122,13 +124,18 @@ impl Libraries {
     /// policy uses time, the operators over timestamps and durations, which
     /// are opaque to the crate's own.
     pub fn prepare(self, expression: &mut IdedExpr) {
-        let _ = self.prepare_counting(expression, false);
+        let _ = self.prepare_counting(expression, false, Interpreter::default());
     }
 
     /// [`Libraries::prepare`], and the expression counts its cost in cel-go's
-    /// runtime cost model where it can come near the limit, or `always`;
-    /// otherwise gives the most it can cost.
-    pub fn prepare_counting(self, expression: &mut IdedExpr, always: bool) -> Option<u64> {
+    /// runtime cost model where it can come near the limit, or `always`, as
+    /// `interpreter` counts it; otherwise gives the most it can cost.
+    pub fn prepare_counting(
+        self,
+        expression: &mut IdedExpr,
+        always: bool,
+        interpreter: Interpreter,
+    ) -> Option<u64> {
         crate::cel::program::optimizer::fold_empty_membership(expression);
         crate::cel::libraries::double_text::rewrite(expression);
         let renames = [
@@ -141,7 +148,7 @@ impl Libraries {
         if self.time {
             crate::cel::libraries::time::rewrite_for_times(expression);
         }
-        crate::cel::program::metering::meter(expression, always)
+        crate::cel::program::metering::meter(expression, always, interpreter)
     }
 
     /// Adds what one name of an expression's tree brings in: an identifier

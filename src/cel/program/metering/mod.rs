@@ -15,24 +15,37 @@
 //! measured as they are evaluated ([`ARGUMENT`], [`CALL`]) or its result
 //! ([`RESULT`]).
 //!
-//! Matches cel-go's count where the expression succeeds (checked against
-//! kube-apiserver's by `make differential`). Where an error is absorbed
-//! (`error || true`), cel-go has also evaluated the failed call's other
-//! arguments and charged the call; the `cel` crate stops at the first
-//! error, so the count here is lower there.
+//! Matches cel-go's count (checked against kube-apiserver's by `make
+//! differential`). cel-go evaluates a method's receiver first, the `cel`
+//! crate last, and once an operand fails, kube-apiserver's cel-go (v0.29)
+//! still evaluates the other of a call of two, and charges the call over
+//! both (Kyverno's, v0.30, stops at the first that fails, as the crate
+//! does). Where an operand that counts as it runs would be missed, the call
+//! is rewritten so that the crate evaluates them as cel-go does
+//! ([`Meter::call`]). What a part of the tree that never runs costs is
+//! charged with its block all the same: here cel-go counts less.
 //!
 //! An expression without comprehensions whose every call is charged a
 //! constant, or by a literal it is given, cannot come near the limit: it is
 //! left as it is, and the direct evaluator keeps it.
 
 use ::cel::IdedExpr;
-use ::cel::common::ast::{CallExpr, EntryExpr, Expr, LiteralValue, operators};
+use ::cel::common::ast::{CallExpr, EntryExpr, Expr, operators};
 
-use crate::cel::libraries::cost_tracker::{TRACKED, TRACKED_FAILED, TRACKED_VALUE};
 use crate::cel::libraries::runtime_cost::{
-    ARGUMENT, CALL, CHARGED, Formula, IF_NONE, PER_CALL_LIMIT, PRESENT, RESULT, failed_charge,
+    ARGUMENT, CALL, CHARGED, FAILED_CALL, Formula, IF_NONE, PER_CALL_LIMIT, PRESENT, RESULT,
+    UNMEASURED, failed_charge,
 };
 use crate::cel::syntax::macro_builder::ENTRY;
+
+mod nodes;
+
+pub(crate) use nodes::CONVERSIONS;
+use nodes::{
+    Dynamic, TYPE_NAMES, boolean, call_of, continues_attribute, counts_as_it_runs, evaluated,
+    formula, int, is_accumulator, is_constant, is_internal, is_namespace, is_namespace_name,
+    literal_size, walk, wrap,
+};
 
 const LIST_COST: u64 = 10;
 const MAP_COST: u64 = 30;
@@ -40,66 +53,29 @@ const STRUCT_COST: u64 = 40;
 /// Kubernetes' authorizer `check()`.
 const CHECK_COST: u64 = 350_000;
 
-/// Names a call's target spells when it is a namespace, not a value: cel-go
-/// and the crate resolve `lists.range(3)` as one function, and never
-/// evaluate `lists`.
-const NAMESPACES: &[&str] = &[
-    "lists",
-    "sets",
-    "strings",
-    "math",
-    "optional",
-    "base64",
-    "regex",
-    "json",
-    "yaml",
-    "http",
-    "random",
-    "x509",
-    "time",
-    "hash",
-    "gzip",
-    "jsonpatch",
-    "format",
-    "ip",
-];
-
-/// Functions cel-go folds when their argument is a constant: conversions.
-pub(crate) const CONVERSIONS: &[&str] = &[
-    "int",
-    "uint",
-    "double",
-    "string",
-    "bytes",
-    "bool",
-    "duration",
-    "timestamp",
-    "type",
-    "dyn",
-];
-
-/// Type names, which cel-go reads as constants.
-const TYPE_NAMES: &[&str] = &[
-    "int",
-    "uint",
-    "double",
-    "bool",
-    "string",
-    "bytes",
-    "list",
-    "map",
-    "null_type",
-    "type",
-];
+/// Whose cel-go runs the expression: they differ in the operands of a call
+/// they evaluate after one failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Interpreter {
+    /// kube-apiserver's (cel-go v0.29): both operands of a call of two.
+    #[default]
+    Kubernetes,
+    /// Kyverno's (cel-go v0.30): up to the first that fails.
+    Kyverno,
+}
 
 /// Rewrites `expr` to count its cost, unless it cannot come near the
 /// limit: then gives the most it can cost. `always`: count it anyway (the
 /// differential test compares every count).
-pub fn meter(expr: &mut IdedExpr, always: bool) -> Option<u64> {
+pub fn meter(expr: &mut IdedExpr, always: bool, interpreter: Interpreter) -> Option<u64> {
     if !always && let Some(bound) = bounded(expr).filter(|bound| *bound <= PER_CALL_LIMIT) {
         return Some(bound);
     }
-    Meter::default().block(expr, false);
+    Meter {
+        next_slot: 0,
+        interpreter,
+    }
+    .block(expr, false);
     None
 }
 
@@ -125,233 +101,144 @@ fn bounded(expr: &IdedExpr) -> Option<u64> {
     (!unbounded).then_some(total)
 }
 
-fn walk(expr: &IdedExpr, f: &mut dyn FnMut(&IdedExpr)) {
-    f(expr);
-    crate::cel::syntax::ast::children(expr, &mut |child| walk(child, f));
-}
-
-/// The size of a string literal one side of a comparison is.
-fn literal_size(call: &CallExpr) -> Option<u64> {
-    call.args.iter().find_map(|arg| match &arg.expr {
-        Expr::Literal(LiteralValue::String(s)) => Some(s.inner().chars().count() as u64),
-        Expr::Literal(LiteralValue::Bytes(b)) => Some(b.len() as u64),
-        Expr::Literal(_) => Some(1),
-        _ => None,
-    })
-}
-
-/// How a call's cost depends on its values.
+/// A call whose operands the crate evaluates in another order than cel-go,
+/// or fewer of once one failed (see the module's comment).
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Dynamic {
-    /// On its arguments' (the receiver first).
-    Sizes(Formula),
-    /// On its result.
-    Result(Formula),
-}
-
-fn is_accumulator(expr: &IdedExpr) -> bool {
-    matches!(&expr.expr, Expr::Ident(name) if name.starts_with('@') && name != ENTRY)
-}
-
-/// Whether `expr` is a value kept by the cost-tracking rewrite of
-/// [`crate::cel::check::typed_calls`]: the check typed the list, and cel-go
-/// tracks the call's cost.
-fn is_tracked(expr: &IdedExpr) -> bool {
-    let Expr::Call(conditional) = &expr.expr else {
-        return false;
-    };
-    let Some(Expr::Call(or)) = conditional.args.first().map(|c| &c.expr) else {
-        return false;
-    };
-    matches!(or.args.first().map(|a| &a.expr), Some(Expr::Call(kept)) if kept.func_name == TRACKED)
-}
-
-fn formula(call: &CallExpr) -> Option<Dynamic> {
-    use Formula::*;
-    let sizes = |f| Some(Dynamic::Sizes(f));
-    // A namespaced function is known to cel-go by its whole name.
-    if let Some(Expr::Ident(namespace)) = call.target.as_deref().map(|t| &t.expr)
-        && NAMESPACES.contains(&namespace.as_str())
-    {
-        return match (namespace.as_str(), call.func_name.as_str()) {
-            ("sets", "contains" | "intersects") => sizes(Sets),
-            ("sets", "equivalent") => sizes(SetsTwice),
-            ("strings", "quote") | ("jsonpatch", "escapeKey") => sizes(Scan),
-            ("ip", "isCanonical") => sizes(ScanTwice),
-            ("lists", "range") => Some(Dynamic::Result(ListResult)),
-            _ => None,
-        };
-    }
-    let name = call.func_name.as_str();
-    let member = call.target.as_deref();
-    match name {
-        operators::EQUALS | operators::NOT_EQUALS => {
-            if call.args.iter().any(is_accumulator) {
-                return None;
-            }
-            sizes(Equality)
-        }
-        operators::LESS
-        | operators::LESS_EQUALS
-        | operators::GREATER
-        | operators::GREATER_EQUALS
-        | "@t<"
-        | "@t<="
-        | "@t>"
-        | "@t>=" => sizes(Ordering),
-        // `accu + [x]`, the step of `map` and `filter`: lists, 1.
-        operators::ADD | "@t+" if call.args.first().is_some_and(is_accumulator) => None,
-        operators::ADD | "@t+" => sizes(Addition),
-        operators::IN => sizes(InList),
-        "startsWith" | "endsWith" => sizes(Affix),
-        "lowerAscii" | "upperAscii" | "substring" | "trim" | "url" | "cidr" | "isIP" | "isCIDR"
-        | "quantity" | "isQuantity" | "semver" | "isSemver" | "@format" => sizes(Scan),
-        "replace" | "split" => sizes(ScanTwice),
-        "ip" => sizes(Ip),
-        "string" => sizes(StringOfBytes),
-        "bytes" => sizes(BytesOfString),
-        "matches" | "find" | "findAll" => sizes(Regex),
-        "contains" if member.is_some() => sizes(Contains),
-        "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes" => {
-            sizes(Traversal)
-        }
-        _ if ["@isSorted_", "@sum_", "@min_", "@max_"]
-            .iter()
-            .any(|prefix| name.starts_with(prefix)) =>
-        {
-            sizes(Traversal)
-        }
-        "distinct" => sizes(SelfCompare),
-        "sort" if member.is_some_and(is_tracked) => sizes(SelfCompare),
-        "@sortByAssociatedKeys" if call.args.first().is_some_and(is_tracked) => {
-            sizes(SelfCompareKeys)
-        }
-        "flatten" | "@flatten_depth" => sizes(Flatten),
-        "containsIP" => sizes(ContainsIp),
-        "containsCIDR" => sizes(ContainsCidr),
-        "fieldSelector" | "labelSelector" => sizes(Selector),
-        "validate" if member.is_some() => sizes(Validate),
-        "join" => Some(Dynamic::Result(JoinResult)),
-        "range" | "slice" | "reverse" | "@reverse" => Some(Dynamic::Result(ListResult)),
-        _ => None,
-    }
-}
-
-fn is_namespace(target: &IdedExpr) -> bool {
-    matches!(&target.expr, Expr::Ident(name) if NAMESPACES.contains(&name.as_str()))
-}
-
-/// Functions of the rewrites here and in [`crate::cel::check`] that are not
-/// cel-go's: free.
-fn is_internal(name: &str) -> bool {
-    matches!(
-        name,
-        TRACKED
-            | TRACKED_FAILED
-            | TRACKED_VALUE
-            | "@entries"
-            | "@dtxt"
-            | "@dparse"
-            | CHARGED
-            | ARGUMENT
-            | CALL
-            | RESULT
-            | PRESENT
-            | IF_NONE
-    )
-}
-
-fn is_constant(expr: &IdedExpr) -> bool {
-    match &expr.expr {
-        Expr::Literal(_) => true,
-        Expr::Ident(name) => TYPE_NAMES.contains(&name.as_str()),
-        // Conversions of constants, which cel-go folds, and the double
-        // rewrites' wrappers ([`crate::cel::libraries::double_text`]).
-        Expr::Call(call)
-            if call.target.is_none()
-                && (CONVERSIONS.contains(&call.func_name.as_str())
-                    || matches!(call.func_name.as_str(), "@dtxt" | "@dparse")) =>
-        {
-            call.args.iter().all(is_constant)
-        }
-        Expr::List(list) => list.elements.iter().all(is_constant),
-        Expr::Map(map) => map.entries.iter().all(|entry| match &entry.expr {
-            EntryExpr::MapEntry(entry) => is_constant(&entry.key) && is_constant(&entry.value),
-            EntryExpr::StructField(_) => false,
-        }),
-        _ => false,
-    }
-}
-
-/// A variable read with fields and indexes (cel-go plans it as one
-/// attribute: the variable costs 1, each step 1).
-fn is_attribute(expr: &IdedExpr) -> bool {
-    match &expr.expr {
-        Expr::Ident(name) => !NAMESPACES.contains(&name.as_str()),
-        Expr::Select(select) => !select.test && is_attribute(&select.operand),
-        Expr::Call(call)
-            if call.target.is_none()
-                && matches!(
-                    call.func_name.as_str(),
-                    operators::INDEX | operators::OPT_INDEX | operators::OPT_SELECT
-                ) =>
-        {
-            call.args.first().is_some_and(is_attribute)
-        }
-        _ => false,
-    }
-}
-
-/// Whether a field or index read of `expr` is one more step of an
-/// attribute: `expr` is a variable or itself such a read. Over any other
-/// value (`dyn(x).a.b`), cel-go makes an attribute of it, charged 1 once.
-fn continues_attribute(expr: &IdedExpr) -> bool {
-    match &expr.expr {
-        Expr::Ident(_) => is_attribute(expr),
-        Expr::Select(select) => !select.test,
-        Expr::Call(call) => {
-            call.target.is_none()
-                && matches!(
-                    call.func_name.as_str(),
-                    operators::INDEX | operators::OPT_INDEX | operators::OPT_SELECT | PRESENT
-                )
-        }
-        _ => false,
-    }
-}
-
-fn int(value: u64) -> IdedExpr {
-    IdedExpr {
-        id: 0,
-        expr: Expr::Literal(LiteralValue::Int(
-            i64::try_from(value).unwrap_or(i64::MAX).into(),
-        )),
-    }
-}
-
-/// `expr` as the first argument of `function`, with `more` after it.
-fn wrap(expr: &mut IdedExpr, function: &str, more: Vec<IdedExpr>) {
-    let inner = std::mem::take(expr);
-    let id = inner.id;
-    let mut args = vec![inner];
-    args.extend(more);
-    *expr = IdedExpr {
-        id,
-        expr: Expr::Call(CallExpr {
-            func_name: function.to_string(),
-            target: None,
-            args,
-        }),
-    };
+enum Skipped {
+    /// A method: cel-go evaluates the receiver first, the crate last.
+    Method,
+    /// A call of two arguments, both of which Kubernetes' cel-go evaluates.
+    SecondArgument,
 }
 
 #[derive(Default)]
 struct Meter {
     /// The next free slot for a call's measured arguments.
     next_slot: u64,
+    interpreter: Interpreter,
 }
 
 impl Meter {
+    /// What a call costs in its block ([`Meter::call_itself`]). Where cel-go
+    /// evaluates the operands of a call in another order than the crate, or
+    /// more of them once one failed, and one that counts as it runs would be
+    /// missed, `f(a, b)` becomes
+    /// `(@evaluated([a, b]) || <a, b evaluated and counted as cel-go does, then false>) ? f(a, b) : false`:
+    /// the crate's `||` evaluates its right side when its left failed, and
+    /// then gives the left's error, the first in cel-go's order. The test
+    /// evaluates the operands once more, uncounted.
+    fn call(&mut self, expr: &mut IdedExpr, branch: bool) -> u64 {
+        let site = match &expr.expr {
+            Expr::Call(call) => self
+                .skipped(call)
+                .map(|skipped| (skipped, formula(call), call.clone())),
+            _ => None,
+        };
+        let cost = self.call_itself(expr, branch);
+        if let Some((skipped, dynamic, plain)) = site {
+            self.evaluate_skipped(expr, plain, skipped, dynamic);
+        }
+        cost
+    }
+
+    /// Whether `call` is evaluated otherwise by cel-go (see [`Skipped`]).
+    fn skipped(&self, call: &CallExpr) -> Option<Skipped> {
+        let name = call.func_name.as_str();
+        if is_internal(name)
+            || matches!(
+                name,
+                operators::LOGICAL_AND
+                    | operators::LOGICAL_OR
+                    | operators::CONDITIONAL
+                    | operators::NOT_STRICTLY_FALSE
+                    | operators::OPT_SELECT
+                    | operators::OPT_INDEX
+            )
+            // A comprehension's step keeps the shape the crate reads.
+            || call.args.iter().any(is_accumulator)
+        {
+            return None;
+        }
+        let method = call.target.as_deref().is_some_and(|t| !is_namespace(t));
+        match (method, self.interpreter) {
+            (true, _) if !call.args.is_empty() => Some(Skipped::Method),
+            (false, Interpreter::Kubernetes) if call.args.len() == 2 => {
+                Some(Skipped::SecondArgument)
+            }
+            _ => None,
+        }
+    }
+
+    /// Rewrites the metered call `expr` (`plain` before metering) as
+    /// [`Meter::call`] says, where an operand counts as it runs.
+    fn evaluate_skipped(
+        &mut self,
+        expr: &mut IdedExpr,
+        plain: CallExpr,
+        skipped: Skipped,
+        dynamic: Option<Dynamic>,
+    ) {
+        let CallExpr { target, args, .. } = plain;
+        // cel-go's order: the receiver first.
+        let receiver = target.map(|t| *t).filter(|t| !is_namespace(t));
+        let operands: Vec<IdedExpr> = receiver.into_iter().chain(args).collect();
+        let mut metered = operands.clone();
+        for operand in &mut metered {
+            let _ = self.cost(operand, false);
+        }
+        let counting: Vec<bool> = metered.iter().map(counts_as_it_runs).collect();
+        let missed = match skipped {
+            Skipped::Method => counting.contains(&true),
+            Skipped::SecondArgument => counting.get(1) == Some(&true),
+        };
+        if !missed {
+            return;
+        }
+        // Each evaluated for what it counts, its error absorbed.
+        let absorbed = |operands: Vec<IdedExpr>| {
+            call_of(
+                operators::LOGICAL_AND,
+                vec![evaluated(operands), boolean(false)],
+            )
+        };
+        let both = self.interpreter == Interpreter::Kubernetes && metered.len() == 2;
+        let counted = if both {
+            // Both evaluated, and the call charged over what they gave.
+            let sizes = match dynamic {
+                Some(Dynamic::Sizes(formula)) => Some(formula as u64),
+                _ => None,
+            };
+            let slot = self.next_slot;
+            self.next_slot += 2;
+            let mut steps = Vec::new();
+            if sizes.is_some() {
+                steps.push(call_of(UNMEASURED, vec![int(slot), int(2)]));
+            }
+            for (position, mut operand) in metered.into_iter().enumerate() {
+                if let Some(code) = sizes {
+                    wrap(
+                        &mut operand,
+                        ARGUMENT,
+                        vec![int(slot), int(position as u64), int(code)],
+                    );
+                }
+                steps.push(absorbed(vec![operand]));
+            }
+            if let Some(code) = sizes {
+                steps.push(call_of(FAILED_CALL, vec![int(slot), int(2), int(code)]));
+            }
+            steps
+                .into_iter()
+                .reduce(|left, right| call_of(operators::LOGICAL_OR, vec![left, right]))
+                .unwrap_or_else(|| boolean(false))
+        } else {
+            // Up to the first that fails.
+            absorbed(metered)
+        };
+        let test = call_of(operators::LOGICAL_OR, vec![evaluated(operands), counted]);
+        let call = std::mem::take(expr);
+        *expr = call_of(operators::CONDITIONAL, vec![test, call, boolean(false)]);
+    }
     /// Charges `expr`'s block where it starts. `branch`: a branch of `?:`
     /// (cel-go reads an attribute there as part of the conditional: its
     /// variable, or the attribute it makes of another value, is free).
@@ -454,7 +341,7 @@ impl Meter {
         self.block(step, false);
     }
 
-    fn call(&mut self, expr: &mut IdedExpr, branch: bool) -> u64 {
+    fn call_itself(&mut self, expr: &mut IdedExpr, branch: bool) -> u64 {
         let Expr::Call(call) = &mut expr.expr else {
             return 0;
         };
@@ -583,10 +470,6 @@ fn relative(branch: bool) -> u64 {
     u64::from(!branch)
 }
 
-fn is_namespace_name(name: &str) -> bool {
-    NAMESPACES.contains(&name)
-}
-
 /// Puts the charge of a block on the first value the crate evaluates in it
 /// (a method's arguments come before its receiver), skipping a
 /// comprehension's accumulator where the crate reads the step's shape.
@@ -680,6 +563,23 @@ mod tests {
             ("{'a': 1, 'b': 2}.transformMap(k, v, v * 10)", 11),
             ("[1, 2].transformList(i, v, v + i)", 31),
             ("lists.range(71000).map(x, x).size()", 994_013),
+            // Once an operand fails, kube-apiserver's cel-go still
+            // evaluates the other of two, and charges the call over both.
+            ("(object.missing == [1, 2].map(x, x).size()) || true", 31),
+            ("(object.missing in [1, 2].map(x, x)) || true", 31),
+            (
+                "sets.contains(object.missing, [1, 2].map(x, x)) || true",
+                32,
+            ),
+            // A method's receiver is evaluated first there.
+            (
+                "[1, 2].map(x, string(x)).join('').contains(object.missing) || true",
+                33,
+            ),
+            (
+                "object.metadata.labels[[1, 2].map(x, string(x)).join('')] == object.missing || true",
+                37,
+            ),
         ];
         for (source, expected) in cases {
             assert_eq!(cost(source, &pod), Ok(expected), "{source}");
@@ -695,6 +595,8 @@ mod tests {
             "lists.range(71500).map(x, x).size() > 0 || true",
             "[[1], [2]].flatten(600000).size()",
             "lists.range(710).distinct().size()",
+            // The right operand is evaluated though the left failed.
+            "(object.missing == lists.range(80000).map(x, x).size()) || true",
         ] {
             let outcome = cost(source, &pod);
             assert!(
@@ -721,7 +623,7 @@ mod tests {
             let parsed = crate::cel::program::compile(source, "e").map(|c| c.expression);
             let mut rewritten = parsed.clone();
             if let Ok(expression) = rewritten.as_mut() {
-                super::meter(expression, false);
+                super::meter(expression, false, super::Interpreter::Kubernetes);
             }
             assert_eq!(parsed != rewritten, metered, "{source}");
         }
