@@ -49,14 +49,28 @@ pub const IF_NONE: &str = "@if_none";
 /// when it failed). Lets `||` and `&&` go on to the operands cel-go still
 /// evaluates after one failed ([`crate::cel::program::metering`]).
 pub const EVALUATED: &str = "@evaluated";
-/// `@unmeasured(slot, arity)`: `false`, each argument of the call at `slot`
-/// measured as a failed value is (size 1), before those that did not fail
-/// are measured.
+/// `@unmeasured(slot, arity, evaluated)`: `false`, each argument of the
+/// call at `slot` measured as a failed value is (size 1), and marked
+/// unevaluated unless `evaluated` is 1 (cel-go evaluates each), before those
+/// that evaluate to a value are measured.
 pub const UNMEASURED: &str = "@unmeasured";
 /// `@failed_call(slot, arity, formula)`: `false`, once it adds what
-/// `formula` charges a call one of whose operands failed (cel-go charges a
-/// call of two over what it was given, a failed value being of size 1).
+/// `formula` charges a call one of whose operands failed. cel-go charges a
+/// call only when each of its operands was evaluated (its tracker finds
+/// them all on its stack), a failed value being of size 1: a call of two
+/// always in kube-apiserver's cel-go, which evaluates both; otherwise only
+/// when the failed operand was the last.
 pub const FAILED_CALL: &str = "@failed_call";
+
+/// Whether cel-go can charge a call of `formula` more over the operands
+/// that evaluated than over failed ones ([`failed_charge`]): where not, the
+/// call's failure costs the same whichever operand failed.
+pub fn charges_evaluated_operands(formula: Formula) -> bool {
+    !matches!(
+        formula,
+        Formula::Equality | Formula::Ordering | Formula::Addition | Formula::Contains
+    )
+}
 
 /// What a call is charged, as cel-go (`interpreter/runtimecost.go`), its
 /// lists and sets extensions, and Kubernetes' `library.CostEstimator`
@@ -165,6 +179,8 @@ struct Measure {
     regex_size: Option<u64>,
     list: bool,
     opaque: bool,
+    /// Not evaluated (see [`UNMEASURED`]).
+    unevaluated: bool,
 }
 
 #[derive(Default)]
@@ -479,11 +495,13 @@ fn evaluated<'b, 'v>(_: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execution
 fn unmeasured<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let slot = usize::try_from(int_at(&args, 0)?).unwrap_or(0);
     let arity = usize::try_from(int_at(&args, 1)?).unwrap_or(0);
+    let unevaluated = int_at(&args, 2)? != 1;
     for at in slot..slot.saturating_add(arity) {
         keep(
             at,
             Measure {
                 size: 1,
+                unevaluated,
                 ..Measure::default()
             },
         );
@@ -494,7 +512,19 @@ fn unmeasured<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execu
 fn failed_call<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let base = usize::try_from(int_at(&args, 0)?).unwrap_or(0);
     let arity = usize::try_from(int_at(&args, 1)?).unwrap_or(0);
-    charge_call(base, arity, formula_at(&args, 2)?)?;
+    // The operand that failed was the last evaluated: each before it
+    // evaluated to a value (the last is unevaluated whether it failed or
+    // was never reached).
+    let reached_last = COUNT.with_borrow(|count| {
+        let before_last = base.saturating_add(arity.saturating_sub(1));
+        count
+            .slots
+            .get(base..before_last)
+            .is_some_and(|measures| measures.iter().all(|m| !m.unevaluated))
+    });
+    if reached_last {
+        charge_call(base, arity, formula_at(&args, 2)?)?;
+    }
     super::boolean(false)
 }
 
@@ -509,7 +539,7 @@ pub fn register(env: &mut Env) {
         (PRESENT, vec![dyn_type()], present),
         (IF_NONE, vec![dyn_type(), int()], if_none),
         (EVALUATED, vec![dyn_type()], evaluated),
-        (UNMEASURED, vec![int(), int()], unmeasured),
+        (UNMEASURED, vec![int(), int(), int()], unmeasured),
         (FAILED_CALL, vec![int(), int(), int()], failed_call),
     ];
     for (name, args, op) in functions {

@@ -34,7 +34,7 @@ use ::cel::common::ast::{CallExpr, EntryExpr, Expr, operators};
 
 use crate::cel::libraries::runtime_cost::{
     ARGUMENT, CALL, CHARGED, FAILED_CALL, Formula, IF_NONE, PER_CALL_LIMIT, PRESENT, RESULT,
-    UNMEASURED, failed_charge,
+    UNMEASURED, charges_evaluated_operands, failed_charge,
 };
 use crate::cel::syntax::macro_builder::ENTRY;
 
@@ -122,7 +122,8 @@ impl Meter {
     /// What a call costs in its block ([`Meter::call_itself`]). Where cel-go
     /// evaluates the operands of a call in another order than the crate, or
     /// more of them once one failed, and one that counts as it runs would be
-    /// missed, `f(a, b)` becomes
+    /// missed, or the call would be charged over those that evaluated,
+    /// `f(a, b)` becomes
     /// `(@evaluated([a, b]) || <a, b evaluated and counted as cel-go does, then false>) ? f(a, b) : false`:
     /// the crate's `||` evaluates its right side when its left failed, and
     /// then gives the left's error, the first in cel-go's order. The test
@@ -186,13 +187,34 @@ impl Meter {
         for operand in &mut metered {
             let _ = self.cost(operand, false);
         }
-        let counting: Vec<bool> = metered.iter().map(counts_as_it_runs).collect();
-        let missed = match skipped {
-            Skipped::Method => counting.contains(&true),
-            Skipped::SecondArgument => counting.get(1) == Some(&true),
+        // The call, charged over the operands that evaluated (where that can
+        // charge more than what its block charged).
+        let charged = match dynamic {
+            Some(Dynamic::Sizes(formula)) if charges_evaluated_operands(formula) => {
+                Some(formula as u64)
+            }
+            _ => None,
         };
+        let counting: Vec<bool> = metered.iter().map(counts_as_it_runs).collect();
+        let missed = charged.is_some()
+            || match skipped {
+                Skipped::Method => counting.contains(&true),
+                Skipped::SecondArgument => counting.get(1) == Some(&true),
+            };
         if !missed {
             return;
+        }
+        let arity = metered.len() as u64;
+        let slot = self.next_slot;
+        self.next_slot += arity;
+        if let Some(code) = charged {
+            for (position, operand) in metered.iter_mut().enumerate() {
+                wrap(
+                    operand,
+                    ARGUMENT,
+                    vec![int(slot), int(position as u64), int(code)],
+                );
+            }
         }
         // Each evaluated for what it counts, its error absorbed.
         let absorbed = |operands: Vec<IdedExpr>| {
@@ -201,44 +223,32 @@ impl Meter {
                 vec![evaluated(operands), boolean(false)],
             )
         };
-        let both = self.interpreter == Interpreter::Kubernetes && metered.len() == 2;
-        let counted = if both {
-            // Both evaluated, and the call charged over what they gave.
-            let sizes = match dynamic {
-                Some(Dynamic::Sizes(formula)) => Some(formula as u64),
-                _ => None,
-            };
-            let slot = self.next_slot;
-            self.next_slot += 2;
-            let mut steps = Vec::new();
-            if sizes.is_some() {
-                steps.push(call_of(UNMEASURED, vec![int(slot), int(2)]));
-            }
-            for (position, mut operand) in metered.into_iter().enumerate() {
-                if let Some(code) = sizes {
-                    wrap(
-                        &mut operand,
-                        ARGUMENT,
-                        vec![int(slot), int(position as u64), int(code)],
-                    );
-                }
-                steps.push(absorbed(vec![operand]));
-            }
-            if let Some(code) = sizes {
-                steps.push(call_of(FAILED_CALL, vec![int(slot), int(2), int(code)]));
-            }
-            steps
-                .into_iter()
-                .reduce(|left, right| call_of(operators::LOGICAL_OR, vec![left, right]))
-                .unwrap_or_else(|| boolean(false))
+        let both = self.interpreter == Interpreter::Kubernetes && arity == 2;
+        let mut steps = Vec::new();
+        if charged.is_some() {
+            steps.push(call_of(
+                UNMEASURED,
+                vec![int(slot), int(arity), int(u64::from(both))],
+            ));
+        }
+        if both {
+            steps.extend(metered.into_iter().map(|operand| absorbed(vec![operand])));
         } else {
             // Up to the first that fails.
-            absorbed(metered)
-        };
+            steps.push(absorbed(metered));
+        }
+        if let Some(code) = charged {
+            steps.push(call_of(FAILED_CALL, vec![int(slot), int(arity), int(code)]));
+        }
+        let counted = steps
+            .into_iter()
+            .reduce(|left, right| call_of(operators::LOGICAL_OR, vec![left, right]))
+            .unwrap_or_else(|| boolean(false));
         let test = call_of(operators::LOGICAL_OR, vec![evaluated(operands), counted]);
         let call = std::mem::take(expr);
         *expr = call_of(operators::CONDITIONAL, vec![test, call, boolean(false)]);
     }
+
     /// Charges `expr`'s block where it starts. `branch`: a branch of `?:`
     /// (cel-go reads an attribute there as part of the conditional: its
     /// variable, or the attribute it makes of another value, is free).
@@ -578,6 +588,16 @@ mod tests {
             ),
             (
                 "object.metadata.labels[[1, 2].map(x, string(x)).join('')] == object.missing || true",
+                37,
+            ),
+            // A call of more is charged when its last operand is the one that
+            // failed (each was evaluated), over the others' sizes.
+            (
+                "'abcdefghijklmnopqrstuvwxyz'.replace('b', object.missing) == 'x' || true",
+                9,
+            ),
+            (
+                "object.metadata.name.replace([1, 2].map(x, string(x)).join(''), object.missing) == 'x' || true",
                 37,
             ),
         ];
