@@ -44,7 +44,7 @@ pub(crate) use nodes::CONVERSIONS;
 use nodes::{
     Dynamic, TYPE_NAMES, boolean, call_of, continues_attribute, counts_as_it_runs, evaluated,
     formula, int, is_accumulator, is_constant, is_internal, is_namespace, is_namespace_name,
-    literal_size, walk, wrap,
+    literal_size, method_of, walk, wrap,
 };
 
 const LIST_COST: u64 = 10;
@@ -69,6 +69,7 @@ pub enum Interpreter {
 /// differential test compares every count).
 pub fn meter(expr: &mut IdedExpr, always: bool, interpreter: Interpreter) -> Option<u64> {
     if !always && let Some(bound) = bounded(expr).filter(|bound| *bound <= PER_CALL_LIMIT) {
+        short_circuit_all(expr);
         return Some(bound);
     }
     Meter {
@@ -154,6 +155,8 @@ impl Meter {
                     | operators::NOT_STRICTLY_FALSE
                     | operators::OPT_SELECT
                     | operators::OPT_INDEX
+                    | "or"
+                    | "orValue"
             )
             // A comprehension's step keeps the shape the crate reads.
             || call.args.iter().any(is_accumulator)
@@ -389,6 +392,7 @@ impl Meter {
                 return cost;
             }
             ("orValue" | "or", true, 1) => {
+                let plain = call.target.as_deref().cloned();
                 let alternative = call.args.first_mut().map_or(0, |arg| self.cost(arg, false));
                 let Some(target) = call.target.as_deref_mut() else {
                     return 0;
@@ -396,6 +400,10 @@ impl Meter {
                 let cost = self.cost(target, false);
                 if alternative > 0 {
                     wrap(target, IF_NONE, vec![int(alternative)]);
+                }
+                if let Some(mut plain) = plain {
+                    short_circuit_all(&mut plain);
+                    short_circuit(expr, plain);
                 }
                 return cost;
             }
@@ -478,6 +486,45 @@ impl Meter {
 /// `?:`.
 fn relative(branch: bool) -> u64 {
     u64::from(!branch)
+}
+
+/// cel-go evaluates the alternative of `x.orValue(y)` and `x.or(y)` only
+/// when `x` is empty; the crate's functions are given it evaluated, and fail
+/// when it failed. The call `expr` (its receiver `plain` before it was
+/// metered) becomes `x.hasValue() ? x.value() : y` (`x` for `or`), `x`
+/// evaluated once more, uncounted, when it has a value. A constant
+/// alternative cannot fail: left as it is.
+fn short_circuit(expr: &mut IdedExpr, plain: IdedExpr) {
+    let Expr::Call(call) = &mut expr.expr else {
+        return;
+    };
+    if call.args.first().is_none_or(is_constant) {
+        return;
+    }
+    let or_value = call.func_name == "orValue";
+    let (Some(target), Some(alternative)) = (call.target.take(), call.args.pop()) else {
+        return;
+    };
+    let test = method_of(*target, "hasValue");
+    let value = if or_value {
+        method_of(plain, "value")
+    } else {
+        plain
+    };
+    *expr = call_of(operators::CONDITIONAL, vec![test, value, alternative]);
+}
+
+/// [`short_circuit`] over each `orValue` and `or` of an expression left
+/// unmetered.
+fn short_circuit_all(expr: &mut IdedExpr) {
+    crate::cel::syntax::ast::children_mut(expr, &mut short_circuit_all);
+    if let Expr::Call(call) = &expr.expr
+        && matches!(call.func_name.as_str(), "orValue" | "or")
+        && call.args.len() == 1
+        && let Some(target) = call.target.as_deref().cloned()
+    {
+        short_circuit(expr, target);
+    }
 }
 
 /// Puts the charge of a block on the first value the crate evaluates in it
@@ -625,6 +672,49 @@ mod tests {
                     .is_err_and(|why| why.contains("actual cost limit exceeded")),
                 "{source}: {outcome:?}"
             );
+        }
+    }
+
+    /// cel-go evaluates an `orValue` or `or` alternative only when the
+    /// receiver is empty (kube-apiserver v0.37.2 gives these values).
+    #[test]
+    fn an_alternative_runs_only_when_the_receiver_is_empty() {
+        use ::cel::Value;
+
+        use crate::testing::cel_libraries::eval;
+        let text = |s: &str| Value::String(s.to_string().into());
+        for (source, expected) in [
+            // Left unmetered.
+            ("optional.of('a').orValue(string(1 / 0))", text("a")),
+            ("optional.of(1).or(optional.of(1 / 0)).value()", Value::Int(1)),
+            (
+                "optional.none().orValue(string(1 / 0)) == 'x' || true",
+                Value::Bool(true),
+            ),
+            // Metered.
+            (
+                "optional.of('a').orValue([1, 2].map(x, string(x / 0)).join(''))",
+                text("a"),
+            ),
+            (
+                "optional.none().orValue([1, 2].map(x, string(x)).join(''))",
+                text("12"),
+            ),
+        ] {
+            assert_eq!(eval(source), Ok(expected), "{source}");
+        }
+        let pod = json!({"metadata": {"name": "web-1"}});
+        for (source, expected) in [
+            (
+                "object.?metadata.?name.orValue([1, 2].map(x, string(x / 0)).join('')).size()",
+                4,
+            ),
+            (
+                "optional.none().or(optional.of([1, 2].map(x, x).size())).value()",
+                31,
+            ),
+        ] {
+            assert_eq!(cost(source, &pod), Ok(expected), "{source}");
         }
     }
 

@@ -323,6 +323,17 @@ pub(super) fn call_of(function: &str, args: Vec<IdedExpr>) -> IdedExpr {
     }
 }
 
+pub(super) fn method_of(target: IdedExpr, function: &str) -> IdedExpr {
+    IdedExpr {
+        id: 0,
+        expr: Expr::Call(CallExpr {
+            func_name: function.to_string(),
+            target: Some(Box::new(target)),
+            args: Vec::new(),
+        }),
+    }
+}
+
 /// `true` once `operands` are evaluated, in order (a list stops at the
 /// first that fails).
 pub(super) fn evaluated(mut operands: Vec<IdedExpr>) -> IdedExpr {
