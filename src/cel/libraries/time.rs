@@ -345,6 +345,12 @@ pub fn rewrite_for_times(expr: &mut IdedExpr) {
     crate::cel::syntax::ast::children_mut(expr, &mut rewrite_for_times);
     if let Expr::Call(call) = &mut expr.expr
         && call.target.is_none()
+        // A comprehension's step (`@result + [x]`) adds lists: the crate
+        // appends in place only to an accumulator it reads so.
+        && !call
+            .args
+            .first()
+            .is_some_and(|arg| matches!(&arg.expr, Expr::Ident(name) if name.starts_with('@')))
         && let Some((.., name, _)) = OPERATORS
             .iter()
             .find(|(op, arity, ..)| *op == call.func_name && *arity == call.args.len())
@@ -543,6 +549,31 @@ pub fn to_json(value: &Value) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    /// A `map` step keeps the crate's `_+_`, which appends to the
+    /// accumulator in place (renamed, 7,810 steps took 20 s).
+    #[test]
+    fn a_comprehension_step_is_not_rewritten() {
+        use ::cel::common::ast::{Expr, operators};
+        let Ok(mut compiled) = crate::cel::program::compile("[1, 2].map(x, x + 1)", "e") else {
+            panic!("compiles");
+        };
+        super::rewrite_for_times(&mut compiled.expression);
+        let Expr::Comprehension(fold) = &compiled.expression.expr else {
+            panic!("a comprehension");
+        };
+        let Expr::Call(step) = &fold.loop_step.expr else {
+            panic!("a call");
+        };
+        assert_eq!(step.func_name, operators::ADD);
+        let Some(Expr::List(item)) = step.args.get(1).map(|a| &a.expr) else {
+            panic!("a list");
+        };
+        let Some(Expr::Call(mapped)) = item.elements.first().map(|e| &e.expr) else {
+            panic!("a call");
+        };
+        assert_eq!(mapped.func_name, "@t+");
+    }
+
     #[test]
     fn durations_are_written_as_cel_go_writes_them() {
         // cel-go's answers (`make differential` seed 7, cel-12975): a float64

@@ -686,7 +686,10 @@ mod tests {
         for (source, expected) in [
             // Left unmetered.
             ("optional.of('a').orValue(string(1 / 0))", text("a")),
-            ("optional.of(1).or(optional.of(1 / 0)).value()", Value::Int(1)),
+            (
+                "optional.of(1).or(optional.of(1 / 0)).value()",
+                Value::Int(1),
+            ),
             (
                 "optional.none().orValue(string(1 / 0)) == 'x' || true",
                 Value::Bool(true),
