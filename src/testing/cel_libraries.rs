@@ -65,10 +65,22 @@ pub fn cost(source: &str, object: &serde_json::Value) -> Result<u64, String> {
     let libraries = libraries_for_source(source);
     let env = Arc::new(runtime_env(&BTreeSet::new(), libraries));
     let mut compiled = crate::cel::program::compile(source, "e")?;
+    // The calls whose overload cel-go's check leaves open, as a policy's
+    // load-time check works them out (`object` is `dyn`).
+    let open_overloads = crate::cel::check::type_check::node_types(
+        source,
+        &compiled.expression,
+        &std::collections::BTreeMap::new(),
+        &mut crate::cel::check::type_check::FunctionNames::new(),
+        false,
+    )
+    .map(|(_, nodes)| crate::cel::check::typed_calls::open_overloads(&compiled.expression, &nodes))
+    .unwrap_or_default();
     libraries.prepare_counting(
         &mut compiled.expression,
         true,
         crate::cel::program::metering::Interpreter::Kubernetes,
+        &open_overloads,
     );
     let mut context = ::cel::Context::with_env(env);
     let object: Box<dyn ::cel::common::value::Val> =

@@ -295,6 +295,9 @@ pub(in crate::cel) fn parametric(
         {
             Ok(Unknown)
         }
+        // `sort` is one overload per item type: over a `list(dyn)` each fits,
+        // with another result, and cel-go's check gives `dyn`.
+        ("sort", Some(List(item)), []) if **item == Dyn => Ok(Dyn),
         ("reverse" | "sort" | "distinct" | "@sortByAssociatedKeys", Some(List(item)), []) => {
             Ok(Ty::list(*item.clone()))
         }
@@ -305,6 +308,9 @@ pub(in crate::cel) fn parametric(
         // (`[1].flatten()`); with a depth, any list, giving `list(dyn)`.
         ("flatten", Some(List(item)), []) => match item.as_ref() {
             List(inner) => Ok(Ty::list(*inner.clone())),
+            // A `dyn` item is a `list(A)` whose `A` is free: what the result
+            // meets binds it (`[dyn([])].flatten().map(x, -x)` is `list(double)`).
+            Dyn => Ok(Ty::list(Free)),
             item if open(item) => Ok(Unknown),
             _ => Err(()),
         },

@@ -19,7 +19,7 @@
 //! Kubernetes' kind, the list) of a `sortBy()` whose keys are of one item
 //! type.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ::cel::IdedExpr;
 use ::cel::common::ast::{Expr, LiteralValue, operators};
@@ -58,6 +58,7 @@ pub(crate) fn retype(policy: &CelPolicy, expressions: &mut [Result<Compiled, Str
         ) else {
             continue;
         };
+        compiled.open_overloads = open_overloads(&compiled.expression, &nodes);
         rename_typed_calls(&mut compiled.expression, &nodes);
         let mut next_id = max_id(&compiled.expression) + 1;
         track_arguments(
@@ -74,6 +75,44 @@ pub(crate) fn retype(policy: &CelPolicy, expressions: &mut [Result<Compiled, Str
             variable_types.insert(variable.name.clone(), types::declared_variable(ty, kyverno));
         }
     }
+}
+
+/// The calls of `expr` whose overload cel-go's check cannot pick, their
+/// operands being `dyn` (`string(object.x)`, `object.a + object.b`,
+/// `x in object.items`): several overloads fit, the call is made by name,
+/// and its cost tracker charges it 1 whatever the values
+/// ([`crate::cel::program::metering`]).
+pub(crate) fn open_overloads(expr: &IdedExpr, nodes: &HashMap<u64, Ty>) -> BTreeSet<u64> {
+    let mut open = BTreeSet::new();
+    let mut stack = vec![expr];
+    while let Some(node) = stack.pop() {
+        crate::cel::syntax::ast::children(node, &mut |child| stack.push(child));
+        let Expr::Call(call) = &node.expr else {
+            continue;
+        };
+        let is_dyn = |arg: Option<&IdedExpr>| {
+            arg.is_some_and(|arg| matches!(nodes.get(&arg.id), Some(Ty::Dyn)))
+        };
+        let (first, second) = (call.args.first(), call.args.get(1));
+        let undecided = call.target.is_none()
+            && match (call.func_name.as_str(), call.args.len()) {
+                ("string" | "bytes", 1) => is_dyn(first),
+                (
+                    operators::ADD
+                    | operators::LESS
+                    | operators::LESS_EQUALS
+                    | operators::GREATER
+                    | operators::GREATER_EQUALS,
+                    2,
+                ) => is_dyn(first) && is_dyn(second),
+                (operators::IN, 2) => is_dyn(second),
+                _ => false,
+            };
+        if undecided {
+            open.insert(node.id);
+        }
+    }
+    open
 }
 
 /// The function a call of `function` over a list of `item` is renamed to,

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::cel::patch::patchers::Patcher;
 use crate::cel::program::library_use::Libraries;
-use crate::cel::program::metering::Interpreter;
+use crate::cel::program::metering::{self, Interpreter};
 use crate::cel::program::names::Names;
 use crate::cel::program::{self, Compiled, Evaluators};
 use crate::cel::spec::{CelKind, CelSpec, Place};
@@ -104,7 +104,12 @@ impl CelPolicy {
             for expression in compiled.iter().flatten() {
                 names.extend(&expression.names);
             }
-            if names.typed_list_calls
+            let count_every_cost = self.evaluators.count_every_cost;
+            let overloads_matter = compiled
+                .iter()
+                .flatten()
+                .any(|c| metering::overload_matters(&c.expression, count_every_cost));
+            if (names.typed_list_calls || overloads_matter)
                 && let Some(retype) = self.retype
             {
                 retype(self, &mut compiled);
@@ -115,8 +120,9 @@ impl CelPolicy {
                     expression.map(|mut expression| {
                         expression.cost_bound = names.libraries.prepare_counting(
                             &mut expression.expression,
-                            self.evaluators.count_every_cost,
+                            count_every_cost,
                             self.interpreter(),
+                            &expression.open_overloads,
                         );
                         Rc::new(expression)
                     })
@@ -150,6 +156,7 @@ impl CelPolicy {
             expression,
             self.evaluators.count_every_cost,
             self.interpreter(),
+            &BTreeSet::new(),
         )
     }
 

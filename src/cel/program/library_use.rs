@@ -3,6 +3,8 @@
 //! environment is most of what a small policy costs, so only the libraries
 //! an expression calls into are added ([`crate::cel::eval::environment`]).
 
+use std::collections::BTreeSet;
+
 use ::cel::IdedExpr;
 
 use crate::cel::program::metering::Interpreter;
@@ -124,17 +126,19 @@ impl Libraries {
     /// policy uses time, the operators over timestamps and durations, which
     /// are opaque to the crate's own.
     pub fn prepare(self, expression: &mut IdedExpr) {
-        let _ = self.prepare_counting(expression, false, Interpreter::default());
+        let _ = self.prepare_counting(expression, false, Interpreter::default(), &BTreeSet::new());
     }
 
     /// [`Libraries::prepare`], and the expression counts its cost in cel-go's
     /// runtime cost model where it can come near the limit, or `always`, as
-    /// `interpreter` counts it; otherwise gives the most it can cost.
+    /// `interpreter` counts it, the calls of `open_overloads` charged 1;
+    /// otherwise gives the most it can cost.
     pub fn prepare_counting(
         self,
         expression: &mut IdedExpr,
         always: bool,
         interpreter: Interpreter,
+        open_overloads: &BTreeSet<u64>,
     ) -> Option<u64> {
         crate::cel::program::optimizer::fold_empty_membership(expression);
         crate::cel::libraries::double_text::rewrite(expression);
@@ -148,7 +152,7 @@ impl Libraries {
         if self.time {
             crate::cel::libraries::time::rewrite_for_times(expression);
         }
-        crate::cel::program::metering::meter(expression, always, interpreter)
+        crate::cel::program::metering::meter(expression, always, interpreter, open_overloads)
     }
 
     /// Adds what one name of an expression's tree brings in: an identifier

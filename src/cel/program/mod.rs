@@ -73,6 +73,10 @@ pub struct Compiled {
     /// near the limit and its cost is not counted as it runs
     /// ([`metering`]); set when it is readied to run.
     pub cost_bound: Option<u64>,
+    /// The calls (by node id) whose overload cel-go's check leaves open, its
+    /// operands being `dyn`: cel-go charges them 1, whatever their values
+    /// ([`metering`]); set by the load-time check's layer.
+    pub open_overloads: BTreeSet<u64>,
 }
 
 /// How an expression uses the objects `resource.Get` reads: through which
@@ -274,6 +278,7 @@ pub fn compile_at(
         uses: ReadUses::default(),
         names,
         cost_bound: None,
+        open_overloads: BTreeSet::new(),
     };
     let mut reads = Reads {
         variables: &mut compiled.variables,

@@ -29,6 +29,8 @@
 //! constant, or by a literal it is given, cannot come near the limit: it is
 //! left as it is, and the direct evaluator keeps it.
 
+use std::collections::BTreeSet;
+
 use ::cel::IdedExpr;
 use ::cel::common::ast::{CallExpr, EntryExpr, Expr, operators};
 
@@ -67,7 +69,12 @@ pub enum Interpreter {
 /// Rewrites `expr` to count its cost, unless it cannot come near the
 /// limit: then gives the most it can cost. `always`: count it anyway (the
 /// differential test compares every count).
-pub fn meter(expr: &mut IdedExpr, always: bool, interpreter: Interpreter) -> Option<u64> {
+pub fn meter(
+    expr: &mut IdedExpr,
+    always: bool,
+    interpreter: Interpreter,
+    open_overloads: &BTreeSet<u64>,
+) -> Option<u64> {
     if !always && let Some(bound) = bounded(expr).filter(|bound| *bound <= PER_CALL_LIMIT) {
         short_circuit_all(expr);
         return Some(bound);
@@ -75,9 +82,34 @@ pub fn meter(expr: &mut IdedExpr, always: bool, interpreter: Interpreter) -> Opt
     Meter {
         next_slot: 0,
         interpreter,
+        open_overloads: open_overloads.clone(),
     }
     .block(expr, false);
     None
+}
+
+/// Whether `expr` will count its cost ([`meter`]) with a call whose charge
+/// depends on the overload cel-go's check picks (`string()`, `bytes()`,
+/// `+`, the orderings, `in`): then the check's types are worth working out.
+pub fn overload_matters(expr: &IdedExpr, always: bool) -> bool {
+    let mut by_overload = false;
+    walk(expr, &mut |node| {
+        if let Expr::Call(call) = &node.expr {
+            by_overload |= call.target.is_none()
+                && matches!(
+                    call.func_name.as_str(),
+                    "string"
+                        | "bytes"
+                        | operators::ADD
+                        | operators::LESS
+                        | operators::LESS_EQUALS
+                        | operators::GREATER
+                        | operators::GREATER_EQUALS
+                        | operators::IN
+                );
+        }
+    });
+    by_overload && (always || bounded(expr).is_none_or(|bound| bound > PER_CALL_LIMIT))
 }
 
 /// What `expr` costs at most when it has no comprehension and every call is
@@ -117,6 +149,8 @@ struct Meter {
     /// The next free slot for a call's measured arguments.
     next_slot: u64,
     interpreter: Interpreter,
+    /// Calls cel-go charges 1 (see [`crate::cel::program::Compiled`]).
+    open_overloads: BTreeSet<u64>,
 }
 
 impl Meter {
@@ -133,7 +167,7 @@ impl Meter {
         let site = match &expr.expr {
             Expr::Call(call) => self
                 .skipped(call)
-                .map(|skipped| (skipped, formula(call), call.clone())),
+                .map(|skipped| (skipped, self.formula(expr.id, call), call.clone())),
             _ => None,
         };
         let cost = self.call_itself(expr, branch);
@@ -141,6 +175,15 @@ impl Meter {
             self.evaluate_skipped(expr, plain, skipped, dynamic);
         }
         cost
+    }
+
+    /// How the call `id` is charged by its values: not at all where cel-go
+    /// leaves its overload open.
+    fn formula(&self, id: u64, call: &CallExpr) -> Option<Dynamic> {
+        if self.open_overloads.contains(&id) {
+            return None;
+        }
+        formula(call)
     }
 
     /// Whether `call` is evaluated otherwise by cel-go (see [`Skipped`]).
@@ -412,7 +455,7 @@ impl Meter {
             }
             _ => {}
         }
-        let dynamic = formula(call);
+        let dynamic = self.formula(expr.id, call);
         let arguments = self.arguments(call, false);
         if is_internal(&name) {
             return arguments;
@@ -637,6 +680,14 @@ mod tests {
                 "object.metadata.labels[[1, 2].map(x, string(x)).join('')] == object.missing || true",
                 37,
             ),
+            // Over `dyn` operands cel-go's check leaves the overload open:
+            // the call is made by name and charged 1.
+            ("string([dyn(b'')].min())", 1),
+            ("(object.missing in object.spec.containers) || true", 6),
+            (
+                "object.metadata.name + object.metadata.name + object.metadata.name",
+                11,
+            ),
             // A call of more is charged when its last operand is the one that
             // failed (each was evaluated), over the others' sizes.
             (
@@ -736,7 +787,12 @@ mod tests {
             let parsed = crate::cel::program::compile(source, "e").map(|c| c.expression);
             let mut rewritten = parsed.clone();
             if let Ok(expression) = rewritten.as_mut() {
-                super::meter(expression, false, super::Interpreter::Kubernetes);
+                super::meter(
+                    expression,
+                    false,
+                    super::Interpreter::Kubernetes,
+                    &std::collections::BTreeSet::new(),
+                );
             }
             assert_eq!(parsed != rewritten, metered, "{source}");
         }
