@@ -288,16 +288,15 @@ pub(in crate::cel) fn parametric(
         ("sort" | "sum" | "min" | "max", Some(Dyn), []) => Ok(Dyn),
         ("sort" | "sum" | "min" | "max", Some(List(item)), []) if **item == Dyn => Ok(Dyn),
         // `sortBy` keeps its list's type whatever its keys: over a `dyn`
-        // list, a `list(dyn)`, as cel-go types it.
+        // list, a `list(dyn)`, as cel-go types it; over a `dyn`, each keys'
+        // overload fits with a list of another free parameter: `dyn`.
         ("@sortByAssociatedKeys", Some(List(item)), []) if **item == Dyn => Ok(Ty::list(Dyn)),
+        ("@sortByAssociatedKeys", Some(Dyn), []) => Ok(Dyn),
         ("sort" | "@sortByAssociatedKeys" | "sum" | "min" | "max", Some(List(item)), [])
             if open(item) =>
         {
             Ok(Unknown)
         }
-        // `sort` is one overload per item type: over a `list(dyn)` each fits,
-        // with another result, and cel-go's check gives `dyn`.
-        ("sort", Some(List(item)), []) if **item == Dyn => Ok(Dyn),
         ("reverse" | "sort" | "distinct" | "@sortByAssociatedKeys", Some(List(item)), []) => {
             Ok(Ty::list(*item.clone()))
         }

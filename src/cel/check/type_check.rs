@@ -736,7 +736,7 @@ mod tests {
     /// list of a free type parameter, which `-x` binds to `double`; `sort()`
     /// of a `list(dyn)` fits each item type's overload, and is a `dyn`.
     #[test]
-    fn a_flattened_list_of_dyn_is_bound_by_what_it_meets() {
+    fn lists_of_dyn_are_typed_as_cel_go_types_them() {
         for source in [
             "[1] + [dyn([])].flatten().map(x, -x)",
             "[1] + [dyn([])].flatten().sortBy(x, -x)",
@@ -745,6 +745,10 @@ mod tests {
             assert!(type_of(source).is_err(), "{source}");
         }
         assert_eq!(type_of("[dyn(1)].sort()"), Ok(Ty::Dyn));
+        // `sortBy` of a `dyn` is a `dyn` (seed 4300, cel-14337: "expected
+        // type 'list(int)' but found 'dyn'" for the first).
+        assert!(type_of("[[1], dyn([1]).sortBy(x, x)]").is_err());
+        assert_eq!(type_of("dyn([2, 1]).sortBy(x, x)"), Ok(Ty::Dyn));
     }
 
     #[test]
