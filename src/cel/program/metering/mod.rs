@@ -35,8 +35,8 @@ use ::cel::IdedExpr;
 use ::cel::common::ast::{CallExpr, EntryExpr, Expr, operators};
 
 use crate::cel::libraries::runtime_cost::{
-    ARGUMENT, CALL, CHARGED, FAILED_CALL, Formula, IF_NONE, PER_CALL_LIMIT, PRESENT, RESULT,
-    UNMEASURED, charges_evaluated_operands, failed_charge,
+    ARGUMENT, CALL, CHARGED, EVALUATED, FAILED_CALL, Formula, IF_NONE, PER_CALL_LIMIT, PRESENT,
+    RESULT, UNMEASURED, charges_evaluated_operands, failed_charge,
 };
 use crate::cel::syntax::macro_builder::ENTRY;
 
@@ -229,9 +229,15 @@ impl Meter {
         // cel-go's order: the receiver first.
         let receiver = target.map(|t| *t).filter(|t| !is_namespace(t));
         let operands: Vec<IdedExpr> = receiver.into_iter().chain(args).collect();
-        let mut metered = operands.clone();
-        for operand in &mut metered {
-            let _ = self.cost(operand, false);
+        let Some(mut metered) = metered_operands(expr) else {
+            return;
+        };
+        // The rewrite copies its operands, and each level of a chain of
+        // rewritten calls doubles the tree (`s.replace(..).replace(..)`): past
+        // a few rewrites below, a call is left as the crate runs it.
+        let rewritten_below: usize = metered.iter().map(rewrites_in).sum();
+        if metered.len() != operands.len() || rewritten_below > MAX_REWRITES_COPIED {
+            return;
         }
         // The call, charged over the operands that evaluated (where that can
         // charge more than what its block charged).
@@ -531,6 +537,52 @@ fn relative(branch: bool) -> u64 {
     u64::from(!branch)
 }
 
+/// The operands of the metered call `expr` (its result measured or not), in
+/// cel-go's order, without the measures of the call itself.
+fn metered_operands(expr: &IdedExpr) -> Option<Vec<IdedExpr>> {
+    let Expr::Call(outer) = &expr.expr else {
+        return None;
+    };
+    let call = match outer.args.first().map(|a| &a.expr) {
+        Some(Expr::Call(inner)) if outer.func_name == RESULT => inner,
+        _ => outer,
+    };
+    let unmeasured = |operand: &IdedExpr| match &operand.expr {
+        Expr::Call(measure) if matches!(measure.func_name.as_str(), ARGUMENT | CALL) => {
+            measure.args.first().cloned()
+        }
+        _ => Some(operand.clone()),
+    };
+    let receiver = call.target.as_deref().filter(|t| !is_namespace(t));
+    receiver
+        .into_iter()
+        .chain(&call.args)
+        .map(unmeasured)
+        .collect()
+}
+
+/// How many rewrites of [`Meter::evaluate_skipped`] an operand may hold for
+/// its call to be rewritten too: the tree grows at most eightfold.
+const MAX_REWRITES_COPIED: usize = 7;
+
+/// The calls of `expr` rewritten by [`Meter::evaluate_skipped`] (each tests
+/// its operands once).
+fn rewrites_in(expr: &IdedExpr) -> usize {
+    let mut count = 0;
+    walk(expr, &mut |node| {
+        if let Expr::Call(call) = &node.expr
+            && call.func_name == operators::CONDITIONAL
+            && let Some(Expr::Call(test)) = call.args.first().map(|t| &t.expr)
+            && test.func_name == operators::LOGICAL_OR
+            && let Some(Expr::Call(evaluated)) = test.args.first().map(|e| &e.expr)
+            && evaluated.func_name == EVALUATED
+        {
+            count += 1;
+        }
+    });
+    count
+}
+
 /// cel-go evaluates the alternative of `x.orValue(y)` and `x.or(y)` only
 /// when `x` is empty; the crate's functions are given it evaluated, and fail
 /// when it failed. The call `expr` (its receiver `plain` before it was
@@ -702,6 +754,30 @@ mod tests {
         for (source, expected) in cases {
             assert_eq!(cost(source, &pod), Ok(expected), "{source}");
         }
+    }
+
+    /// Each level of a chain is rewritten at most once (the rewrite copies
+    /// its operands): a hundred `+` and thirty `replace` stay linear.
+    #[test]
+    fn deep_chains_are_metered_in_linear_size() {
+        let pod = json!({"metadata": {"name": "web-1"}});
+        let additions = format!("{} == 100", vec!["1"; 100].join(" + "));
+        let replaces = format!(
+            "object.metadata.name{}.size() > 0",
+            ".replace('a', 'b')".repeat(30)
+        );
+        // The crate's parser and evaluator recurse: a thread with the stack
+        // the module has.
+        let run = move || {
+            for source in [additions, replaces] {
+                assert!(cost(&source, &pod).is_ok(), "{source}");
+            }
+        };
+        let joined = std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(run)
+            .map(|thread| thread.join());
+        assert!(matches!(joined, Ok(Ok(()))));
     }
 
     #[test]
