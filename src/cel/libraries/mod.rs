@@ -218,15 +218,27 @@ pub fn rename_member_calls(expr: &mut ::cel::common::ast::IdedExpr, renames: &[&
 
 /// Puts `argument` inside a call of `function` (a compile-time rewrite).
 pub(crate) fn wrap_in_call(argument: &mut ::cel::common::ast::IdedExpr, function: &str) {
+    wrap_in_call_with(argument, function, Vec::new());
+}
+
+/// [`wrap_in_call`], with `more` arguments after it.
+pub(crate) fn wrap_in_call_with(
+    argument: &mut ::cel::common::ast::IdedExpr,
+    function: &str,
+    more: Vec<::cel::common::ast::IdedExpr>,
+) {
     use ::cel::common::ast::{CallExpr, Expr, IdedExpr};
     // The interpreter reads no ids: the wrapper takes its argument's.
     let inner = std::mem::take(argument);
+    let id = inner.id;
+    let mut args = vec![inner];
+    args.extend(more);
     *argument = IdedExpr {
-        id: inner.id,
+        id,
         expr: Expr::Call(CallExpr {
             func_name: function.to_string(),
             target: None,
-            args: vec![inner],
+            args,
         }),
     };
 }

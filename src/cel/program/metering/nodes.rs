@@ -9,6 +9,7 @@ use crate::cel::libraries::cost_tracker::{TRACKED, TRACKED_FAILED, TRACKED_VALUE
 use crate::cel::libraries::runtime_cost::{
     ARGUMENT, CALL, CHARGED, EVALUATED, FAILED_CALL, Formula, IF_NONE, PRESENT, RESULT, UNMEASURED,
 };
+pub(super) use crate::cel::libraries::wrap_in_call_with as wrap;
 use crate::cel::syntax::macro_builder::ENTRY;
 
 /// Names a call's target spells when it is a namespace, not a value: cel-go
@@ -268,22 +269,6 @@ pub(super) fn int(value: u64) -> IdedExpr {
             i64::try_from(value).unwrap_or(i64::MAX).into(),
         )),
     }
-}
-
-/// `expr` as the first argument of `function`, with `more` after it.
-pub(super) fn wrap(expr: &mut IdedExpr, function: &str, more: Vec<IdedExpr>) {
-    let inner = std::mem::take(expr);
-    let id = inner.id;
-    let mut args = vec![inner];
-    args.extend(more);
-    *expr = IdedExpr {
-        id,
-        expr: Expr::Call(CallExpr {
-            func_name: function.to_string(),
-            target: None,
-            args,
-        }),
-    };
 }
 
 pub(super) fn is_namespace_name(name: &str) -> bool {
