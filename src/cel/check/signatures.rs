@@ -287,19 +287,23 @@ pub(in crate::cel) fn parametric(
         // result is `dyn` or a type it binds on the way.
         ("sort" | "sum" | "min" | "max", Some(Dyn), []) => Ok(Dyn),
         ("sort" | "sum" | "min" | "max", Some(List(item)), []) if **item == Dyn => Ok(Dyn),
-        // `sortBy` keeps its list's type whatever its keys: over a `dyn`
-        // list, a `list(dyn)`, as cel-go types it; over a `dyn`, each keys'
-        // overload fits with a list of another free parameter: `dyn`.
-        ("@sortByAssociatedKeys", Some(List(item)), []) if **item == Dyn => Ok(Ty::list(Dyn)),
-        ("@sortByAssociatedKeys", Some(Dyn), []) => Ok(Dyn),
-        ("sort" | "@sortByAssociatedKeys" | "sum" | "min" | "max", Some(List(item)), [])
-            if open(item) =>
-        {
-            Ok(Unknown)
-        }
-        ("reverse" | "sort" | "distinct" | "@sortByAssociatedKeys", Some(List(item)), []) => {
+        // `sortBy` keeps its list's type whatever its keys (cel-go's
+        // `list(T).@sortByAssociatedKeys(list(U))`, one overload for each
+        // type `U` that orders): over a `dyn` list, a `list(dyn)`; over a
+        // list of a parameter, a list of it. Over a `dyn`, `T` stays free:
+        // keys of one type fit one overload, whose result is a list of a
+        // new parameter (`[dyn(x).sortBy(e, 10 / e), [[1]]]` binds it);
+        // keys that fit several give the first's and another's: `dyn`.
+        ("@sortByAssociatedKeys", Some(List(item)), _) if **item == Dyn => Ok(Ty::list(Dyn)),
+        ("@sortByAssociatedKeys", Some(List(item)), _) if matches!(**item, Var(_)) => {
             Ok(Ty::list(*item.clone()))
         }
+        ("@sortByAssociatedKeys", Some(Dyn), [List(key)]) if !open(key) => Ok(Ty::list(Free)),
+        ("@sortByAssociatedKeys", Some(Dyn), _) => Ok(Dyn),
+        ("@sortByAssociatedKeys", Some(List(item)), _) if open(item) => Ok(Unknown),
+        ("@sortByAssociatedKeys", Some(List(item)), _) => Ok(Ty::list(*item.clone())),
+        ("sort" | "sum" | "min" | "max", Some(List(item)), []) if open(item) => Ok(Unknown),
+        ("reverse" | "sort" | "distinct", Some(List(item)), []) => Ok(Ty::list(*item.clone())),
         ("slice", Some(List(item)), [from, to]) if fits(from, &Int) && fits(to, &Int) => {
             Ok(Ty::list(*item.clone()))
         }
@@ -511,6 +515,16 @@ pub(in crate::cel) fn declared_overloads(
         ("bool", false) => &[&[Bool], &[String]],
         ("bytes", false) => &[&[Bytes], &[String]],
         ("sort" | "isSorted" | "min" | "max", true) => SORTABLE,
+        ("@sortByAssociatedKeys", true) => &[
+            &[ListOf(&A), ListOf(&Int)],
+            &[ListOf(&A), ListOf(&Uint)],
+            &[ListOf(&A), ListOf(&Double)],
+            &[ListOf(&A), ListOf(&Bool)],
+            &[ListOf(&A), ListOf(&Duration)],
+            &[ListOf(&A), ListOf(&Timestamp)],
+            &[ListOf(&A), ListOf(&String)],
+            &[ListOf(&A), ListOf(&Bytes)],
+        ],
         ("sum", true) => &[
             &[ListOf(&Int)],
             &[ListOf(&Uint)],

@@ -585,8 +585,8 @@ fn helper(name: &str, receiver: Option<&Ty>, args: &[Ty], exprs: &[IdedExpr]) ->
             Some(Ok(ty)) => ty,
             _ => Ty::Unknown,
         },
-        ("@sortByAssociatedKeys", Some(receiver), _) => {
-            match parametric(name, Some(receiver), &[]) {
+        ("@sortByAssociatedKeys", Some(receiver), keys) => {
+            match parametric(name, Some(receiver), keys) {
                 Some(Ok(sorted)) => sorted,
                 _ => Ty::Unknown,
             }
@@ -749,6 +749,35 @@ mod tests {
         // type 'list(int)' but found 'dyn'" for the first).
         assert!(type_of("[[1], dyn([1]).sortBy(x, x)]").is_err());
         assert_eq!(type_of("dyn([2, 1]).sortBy(x, x)"), Ok(Ty::Dyn));
+    }
+
+    /// cel-go's `@sortByAssociatedKeys` is `list(T)` by keys of each type
+    /// that orders, in its order (int first), as kube-apiserver v0.37.2
+    /// checks it: keys of one type fit one overload, and over a `dyn` the
+    /// result is a list of a free `T` that a literal binds (CEL judge, seed
+    /// 4600: the first is evaluated there); keys of a free type are bound
+    /// to `int`, so the list they sort is a `list(int)`.
+    #[test]
+    fn sort_by_is_typed_by_the_overloads_its_keys_fit() {
+        for source in [
+            "[dyn([2, 1]).sortBy(x, 10 / x), [[1, 2, 3]]].flatten(1).sort()",
+            "[[1], dyn([1]).sortBy(x, 10 / x)]",
+            "[[1], dyn([1]).sortBy(x, string(x))]",
+            "[1] + [dyn([])].flatten().sortBy(x, x)",
+        ] {
+            assert!(type_of(source).is_ok(), "{source}: {:?}", type_of(source));
+        }
+        for source in [
+            "[1.0] + [dyn([])].flatten().sortBy(x, x)",
+            "[[1], dyn([1]).sortBy(x, dyn(x))]",
+            "['a'] + [].sortBy(x, x)",
+        ] {
+            assert!(type_of(source).is_err(), "{source}");
+        }
+        assert_eq!(
+            type_of("[dyn([]).sortBy(x, 'k')]"),
+            Ok(Ty::list(Ty::list(Ty::Dyn)))
+        );
     }
 
     #[test]
