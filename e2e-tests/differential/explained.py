@@ -1,17 +1,15 @@
 """The differences docs/cel.md and docs/kyverno.md explain under "Differences
 that remain": each a predicate over a case and both answers that returns the
-section's words, or None for a difference nobody has explained. In each but
-one this policy refuses earlier or more strictly than the reference, or both
-answers are right (the order of a map's entries); the one where it is looser,
-the runtime cost limit, says so."""
+section's words, or None for a difference nobody has explained. In each this
+policy refuses earlier or more strictly than the reference, or both answers
+are right (the order of a map's entries)."""
 
 import json
 import re
 
-# cel-go's message when kube-apiserver stops an expression past its runtime
-# cost limit: this policy does not count cel-go's costs (docs/cel.md,
-# "Differences that remain").
-COST_LIMIT = r"running out of cost budget|actual cost limit exceeded"
+# This policy's message where an operand failed in a call nested past what
+# its cost metering copies (src/cel/libraries/cost_tracker.rs).
+UNCOUNTED = "for this policy to count the expression's cost as cel-go does: the expression fails whole"
 
 
 def orderless(value):
@@ -79,9 +77,12 @@ def cel(case, reference, ours):
     if reference.get("status") in ("value", "eval_error") and statuses == {"compile_error"} \
             and all("holds a type value" in (answer.get("message") or "") for answer in ours.values()):
         return "a variable that holds a type value is refused at load (the evaluator keeps none in its variables)"
-    if reference.get("status") == "eval_error" and statuses == {"value"} \
-            and re.search(COST_LIMIT, reference.get("message") or ""):
-        return "looser: kube-apiserver's runtime cost limit (cel-go's cost model) is not counted here"
+    # Past the nesting the cost metering copies, an operand's failure fails
+    # the whole expression here; cel-go's && or || absorbed it.
+    if reference.get("status") == "value" and statuses == {"eval_error"} \
+            and all(UNCOUNTED in (answer.get("message") or "") for answer in ours.values()):
+        return ("stricter: an operand that fails in a call nested too deep to be counted as cel-go counts it "
+                "fails the whole expression (cel-go's && or || absorbs it)")
     return None
 
 

@@ -498,6 +498,10 @@ impl<'a> Evaluation<'a> {
             let wanted = libraries.wanted();
             let error = match (outcome, tracked_failure) {
                 (Ok(value), None) => return Ok(value),
+                // The operand's own error, where it was not absorbed.
+                (Err(error), Some(cost_tracker::UNCOUNTED)) if wanted.is_empty() => {
+                    return Err(describe(&error));
+                }
                 (_, Some(why)) if wanted.is_empty() => return Err(why.to_string()),
                 // The failed value may be a read not served yet: served,
                 // the expression runs again.

@@ -68,6 +68,18 @@ pub(crate) const FAILURE: &str = "internal error: a list given to sort(), distin
      or the depth given to flatten(), failed to evaluate (kube-apiserver's and Kyverno's cost \
      tracking then fail the whole expression; && and || do not absorb it)";
 
+/// `@uncounted()`: `false`, once it fails the whole expression with
+/// [`UNCOUNTED`]: an operand failed in a call whose operands the cost
+/// metering leaves in the crate's order
+/// ([`crate::cel::program::metering`], past its nesting limit).
+pub(crate) const UNCOUNTED_FAILURE: &str = "@uncounted";
+
+/// The message an expression fails with when [`UNCOUNTED_FAILURE`] ran and
+/// it gave no error of its own.
+pub(crate) const UNCOUNTED: &str = "an operand failed in a call nested too deep among calls whose operands \
+     are evaluated in cel-go's order (a chain of more than four) for this policy to count the expression's \
+     cost as cel-go does: the expression fails whole, where cel-go's && and || may absorb the failure";
+
 /// `flatten(depth)`, under a name of its own so that its depth can be
 /// tracked (above); its cost is counted with the rest of the expression's
 /// ([`super::runtime_cost`]): `[[1], [2]].flatten(600000)` passes the limit
@@ -137,6 +149,13 @@ fn keep<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionEr
 
 fn note_failure<'b, 'v>(_: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     fail(FAILURE);
+    boolean(false)
+}
+
+/// [`UNCOUNTED_FAILURE`] (declared with the cost metering's functions,
+/// [`super::runtime_cost::register`]).
+pub(crate) fn uncounted<'b, 'v>(_: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    fail(UNCOUNTED);
     boolean(false)
 }
 

@@ -531,7 +531,7 @@ fn failed_call<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Exec
 /// Declares the rewrite's functions.
 pub fn register(env: &mut Env) {
     let int = int_type;
-    let functions: [(&str, Vec<::cel::common::types::Type>, Function); 9] = [
+    let functions: [(&str, Vec<::cel::common::types::Type>, Function); 10] = [
         (CHARGED, vec![dyn_type(), int()], charged),
         (ARGUMENT, vec![dyn_type(), int(), int(), int()], argument),
         (CALL, vec![dyn_type(), int(), int(), int(), int()], call),
@@ -541,6 +541,11 @@ pub fn register(env: &mut Env) {
         (EVALUATED, vec![dyn_type()], evaluated),
         (UNMEASURED, vec![int(), int(), int()], unmeasured),
         (FAILED_CALL, vec![int(), int(), int()], failed_call),
+        (
+            super::cost_tracker::UNCOUNTED_FAILURE,
+            vec![],
+            super::cost_tracker::uncounted,
+        ),
     ];
     for (name, args, op) in functions {
         global(env, name, name, args, op);

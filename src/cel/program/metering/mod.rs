@@ -34,6 +34,7 @@ use std::collections::BTreeSet;
 use ::cel::IdedExpr;
 use ::cel::common::ast::{CallExpr, EntryExpr, Expr, operators};
 
+use crate::cel::libraries::cost_tracker::UNCOUNTED_FAILURE;
 use crate::cel::libraries::runtime_cost::{
     ARGUMENT, CALL, CHARGED, EVALUATED, FAILED_CALL, Formula, IF_NONE, PER_CALL_LIMIT, PRESENT,
     RESULT, UNMEASURED, charges_evaluated_operands, failed_charge,
@@ -45,8 +46,8 @@ mod nodes;
 pub(crate) use nodes::CONVERSIONS;
 use nodes::{
     Dynamic, TYPE_NAMES, boolean, call_of, continues_attribute, counts_as_it_runs, evaluated,
-    formula, int, is_accumulator, is_constant, is_internal, is_namespace, is_namespace_name,
-    literal_size, method_of, walk, wrap,
+    formula, int, is_accumulator, is_constant, is_constant_regex, is_internal, is_namespace,
+    is_namespace_name, literal_size, method_of, walk, wrap,
 };
 
 const LIST_COST: u64 = 10;
@@ -225,6 +226,8 @@ impl Meter {
         skipped: Skipped,
         dynamic: Option<Dynamic>,
     ) {
+        // A call of a compiled pattern is not charged when its string failed.
+        let constant_regex = is_constant_regex(&plain);
         let CallExpr { target, args, .. } = plain;
         // cel-go's order: the receiver first.
         let receiver = target.map(|t| *t).filter(|t| !is_namespace(t));
@@ -232,17 +235,15 @@ impl Meter {
         let Some(mut metered) = metered_operands(expr) else {
             return;
         };
-        // The rewrite copies its operands, and each level of a chain of
-        // rewritten calls doubles the tree (`s.replace(..).replace(..)`): past
-        // a few rewrites below, a call is left as the crate runs it.
-        let rewritten_below: usize = metered.iter().map(rewrites_in).sum();
-        if metered.len() != operands.len() || rewritten_below > MAX_REWRITES_COPIED {
+        if metered.len() != operands.len() {
             return;
         }
         // The call, charged over the operands that evaluated (where that can
         // charge more than what its block charged).
         let charged = match dynamic {
-            Some(Dynamic::Sizes(formula)) if charges_evaluated_operands(formula) => {
+            Some(Dynamic::Sizes(formula))
+                if charges_evaluated_operands(formula) && !constant_regex =>
+            {
                 Some(formula as u64)
             }
             _ => None,
@@ -254,6 +255,21 @@ impl Meter {
                 Skipped::SecondArgument => counting.get(1) == Some(&true),
             };
         if !missed {
+            return;
+        }
+        // The rewrite copies its operands, and each level of a chain of
+        // rewritten calls doubles the tree (`s.replace(..).replace(..)`): past
+        // a few rewrites below, the call is left as the crate runs it, and an
+        // operand that fails fails the whole expression (its operands tested
+        // first, uncounted), so that what is not counted here never lets an
+        // expression through that cel-go stops.
+        if metered.iter().map(rewrites_in).sum::<usize>() > MAX_REWRITES_COPIED {
+            let test = call_of(
+                operators::LOGICAL_OR,
+                vec![evaluated(operands), call_of(UNCOUNTED_FAILURE, Vec::new())],
+            );
+            let call = std::mem::take(expr);
+            *expr = call_of(operators::CONDITIONAL, vec![test, call, boolean(false)]);
             return;
         }
         let arity = metered.len() as u64;
@@ -474,6 +490,22 @@ impl Meter {
         // charges it over a failed value, and the rest when it runs: where it
         // or an argument failed, cel-go still charges it.
         match dynamic {
+            // By the shorter of the two, a failed value being of size 1:
+            // nothing beside an empty literal, failed or not.
+            Some(Dynamic::Sizes(Formula::Equality)) if literal_size(call) == Some(0) => arguments,
+            Some(Dynamic::Sizes(formula)) if is_constant_regex(call) => {
+                // Charged once its string is evaluated, as cel-go charges the
+                // call it compiles the pattern into.
+                self.measure(call, formula);
+                let string = match call.target.as_deref_mut() {
+                    Some(target) if !is_namespace(target) => Some(target),
+                    _ => call.args.first_mut(),
+                };
+                if let Some(string) = string {
+                    wrap(string, CHARGED, vec![int(failed_charge(formula))]);
+                }
+                arguments
+            }
             Some(Dynamic::Sizes(formula)) => {
                 self.measure(call, formula);
                 arguments + failed_charge(formula)
@@ -562,7 +594,10 @@ fn metered_operands(expr: &IdedExpr) -> Option<Vec<IdedExpr>> {
 }
 
 /// How many rewrites of [`Meter::evaluate_skipped`] an operand may hold for
-/// its call to be rewritten too: the tree grows at most eightfold.
+/// its call to be rewritten too: the tree grows at most eightfold (a chain
+/// of four rewritten calls is counted as cel-go counts it), and is not
+/// nested so deep that the crate's evaluator, which recurses, runs out of
+/// stack (32-fold did, in the tests' threads).
 const MAX_REWRITES_COPIED: usize = 7;
 
 /// The calls of `expr` rewritten by [`Meter::evaluate_skipped`] (each tests
@@ -750,6 +785,15 @@ mod tests {
                 "object.metadata.name.replace([1, 2].map(x, string(x)).join(''), object.missing) == 'x' || true",
                 37,
             ),
+            // A constant pattern is compiled with the program, and the call
+            // it makes is not charged when its string failed (CEL judge,
+            // seed 4700); beside an empty literal, `==` costs nothing.
+            ("''.charAt(-1).matches('b+') || true", 1),
+            ("matches(''.charAt(-1), 'b+') || true", 1),
+            ("''.charAt(-1).findAll('b+', 2).size() == 0 || true", 3),
+            ("''.charAt(-1).find('b+') == '' || true", 1),
+            ("'' != ''.charAt(-1) || true", 1),
+            ("object.metadata.name == ''", 3),
         ];
         for (source, expected) in cases {
             assert_eq!(cost(source, &pod), Ok(expected), "{source}");
@@ -778,6 +822,34 @@ mod tests {
             .spawn(run)
             .map(|thread| thread.join());
         assert!(matches!(joined, Ok(Ok(()))));
+    }
+
+    /// Past the nesting the rewrite copies, an operand that fails fails the
+    /// whole expression, so that what is not counted never lets through an
+    /// expression cel-go stops: kube-apiserver v0.37.2 gives `true` (cost 3)
+    /// for the first, whose `||` absorbs the failure. With no failure, the
+    /// count is cel-go's (11 there for the last).
+    #[test]
+    fn a_failure_past_the_copied_nesting_fails_whole() {
+        let pod = json!({"metadata": {"name": "web-1"}});
+        let chain = |receiver: &str| format!("{receiver}{}", ".replace('a', 'b')".repeat(6));
+        let failed = cost(
+            &format!("{}.size() == 0 || true", chain("''.charAt(-1)")),
+            &pod,
+        );
+        assert!(
+            failed
+                .as_ref()
+                .is_err_and(|why| why.contains("the expression fails whole")),
+            "{failed:?}"
+        );
+        let shallow = format!(
+            "''.charAt(-1){}.size() == 0 || true",
+            ".replace('a', 'b')".repeat(3)
+        );
+        assert!(cost(&shallow, &pod).is_ok(), "{shallow}");
+        let evaluated = format!("{}.size() > 0", chain("object.metadata.name"));
+        assert_eq!(cost(&evaluated, &pod), Ok(11), "{evaluated}");
     }
 
     #[test]

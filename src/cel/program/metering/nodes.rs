@@ -5,7 +5,9 @@
 use ::cel::IdedExpr;
 use ::cel::common::ast::{CallExpr, EntryExpr, Expr, LiteralValue, operators};
 
-use crate::cel::libraries::cost_tracker::{TRACKED, TRACKED_FAILED, TRACKED_VALUE};
+use crate::cel::libraries::cost_tracker::{
+    TRACKED, TRACKED_FAILED, TRACKED_VALUE, UNCOUNTED_FAILURE,
+};
 use crate::cel::libraries::runtime_cost::{
     ARGUMENT, CALL, CHARGED, EVALUATED, FAILED_CALL, Formula, IF_NONE, PRESENT, RESULT, UNMEASURED,
 };
@@ -187,6 +189,7 @@ pub(super) fn is_internal(name: &str) -> bool {
         name,
         TRACKED
             | TRACKED_FAILED
+            | UNCOUNTED_FAILURE
             | TRACKED_VALUE
             | "@entries"
             | "@dtxt"
@@ -201,6 +204,23 @@ pub(super) fn is_internal(name: &str) -> bool {
             | UNMEASURED
             | FAILED_CALL
     )
+}
+
+/// A regular expression call whose pattern (and count) are constants:
+/// cel-go compiles the pattern with the program (Kubernetes' regex
+/// optimizations: `matches`, `find`, `findAll`), and the call it makes is
+/// not charged when its string failed.
+pub(super) fn is_constant_regex(call: &CallExpr) -> bool {
+    let method = call.target.as_deref().is_some_and(|t| !is_namespace(t));
+    let rest = if method {
+        call.args.as_slice()
+    } else {
+        call.args.get(1..).unwrap_or_default()
+    };
+    matches!(call.func_name.as_str(), "matches" | "find" | "findAll")
+        && (method || call.func_name == "matches")
+        && !rest.is_empty()
+        && rest.iter().all(is_constant)
 }
 
 pub(super) fn is_constant(expr: &IdedExpr) -> bool {
