@@ -321,6 +321,10 @@ pub(in crate::cel) fn parametric(
         ("first" | "last", Some(List(item)), []) => Ok(optional(*item.clone())),
         ("sum" | "min" | "max", Some(List(item)), []) => Ok(*item.clone()),
         ("isSorted", Some(List(_)), []) => Ok(Bool),
+        // Over a `dyn`, Kubernetes' lists library's `list(A).indexOf(A)`
+        // fits whatever it is given (`dyn(x).indexOf([1])`), beside the
+        // strings'.
+        ("indexOf" | "lastIndexOf", Some(Dyn), [_]) => Ok(Int),
         ("indexOf" | "lastIndexOf", Some(List(item)), [value]) => {
             if fits(value, item) {
                 Ok(Int)

@@ -751,6 +751,23 @@ mod tests {
         assert_eq!(type_of("dyn([2, 1]).sortBy(x, x)"), Ok(Ty::Dyn));
     }
 
+    /// `indexOf` of a `dyn` fits the lists library's overload whatever its
+    /// argument: kube-apiserver v0.37.2 loads each (CEL judge, seed 4800:
+    /// the first), and fails the first when it runs (no `reverse` of a
+    /// string).
+    #[test]
+    fn index_of_a_dyn_fits_the_lists_overload() {
+        for source in [
+            "dyn('none').indexOf(dyn('Pod').reverse())",
+            "dyn('abc').indexOf(1)",
+            "dyn([1]).lastIndexOf(1)",
+            "dyn('abc').indexOf('b', 1)",
+        ] {
+            assert_eq!(type_of(source), Ok(Ty::Int), "{source}");
+        }
+        assert!(type_of("dyn('abc').indexOf(1, 1)").is_err());
+    }
+
     /// cel-go's `@sortByAssociatedKeys` is `list(T)` by keys of each type
     /// that orders, in its order (int first), as kube-apiserver v0.37.2
     /// checks it: keys of one type fit one overload, and over a `dyn` the
